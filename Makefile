@@ -1,0 +1,35 @@
+# aotc developer tasks. `make demo` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+AOTC   := $(VENV)/bin/aotc
+CC     ?= cc
+JOBS   ?= 2
+
+.PHONY: install test demo protos lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+test: install
+	$(PY) -m pytest -q -n $(JOBS)
+
+demo: install
+	$(AOTC) compile examples/mlp/mlp.pb -c examples/mlp/mlp.yaml -o build/mlp
+	$(CC) -O2 -Wall examples/mlp/main.c build/mlp.o -Ibuild -lm -o build/mlp_demo
+	./build/mlp_demo
+
+protos: install
+	$(PY) tools/gen_protos.py
+
+lint: install
+	$(VENV)/bin/ruff check aotc tests tools
+	$(VENV)/bin/mypy aotc
+
+clean:
+	rm -rf build

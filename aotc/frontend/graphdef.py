@@ -1,0 +1,222 @@
+"""Load a TensorFlow GraphDef, index its nodes, and prune it to what the fetches need."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NoReturn
+
+from google.protobuf import message, text_format
+
+from aotc.errors import GraphError, InputFileError
+from aotc.frontend.node import Node, TensorRef
+from aotc.proto import aotc_tf_pb2 as pb
+
+TEXT_SUFFIXES = frozenset({".pbtxt", ".pbtext", ".txt", ".prototxt"})
+BINARY_SUFFIXES = frozenset({".pb", ".graphdef"})
+
+
+class Graph:
+    """A parsed GraphDef: nodes by name in file order, with consumer lookup and pruning."""
+
+    def __init__(self, proto: pb.GraphDef, path: str | Path | None = None) -> None:
+        self.proto = proto
+        self.path = str(path) if path is not None else "<graph>"
+        self.nodes: dict[str, Node] = {}
+        for node_def in proto.node:
+            if node_def.name in self.nodes:
+                raise GraphError(f"{self.path}: duplicate node name '{node_def.name}'")
+            self.nodes[node_def.name] = Node(node_def)
+        self._order = {name: i for i, name in enumerate(self.nodes)}
+        self._consumers: dict[str, list[Node]] | None = None
+
+    def node(self, name: str) -> Node:
+        """The node called ``name``; GraphError if there is none."""
+        if name not in self.nodes:
+            raise GraphError(f"{self.path}: no node named '{name}'")
+        return self.nodes[name]
+
+    def consumers(self, name: str) -> list[Node]:
+        """Nodes with a data input from any output of ``name``, in file order, each once."""
+        if self._consumers is None:
+            self._consumers = self._index_consumers()
+        return list(self._consumers.get(name, []))
+
+    def _index_consumers(self) -> dict[str, list[Node]]:
+        index: dict[str, list[Node]] = {}
+        for node in self.nodes.values():
+            for producer in dict.fromkeys(ref.node for ref in node.inputs):
+                index.setdefault(producer, []).append(node)
+        return index
+
+    def prune(self, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = ()) -> list[Node]:
+        """The nodes needed to compute ``fetches``, producers before consumers.
+
+        Only data inputs are followed: control inputs (``^x``) carry no values for a compiled
+        function. A node whose needed outputs are all fed is included (it marks where the
+        value enters) but its inputs are not followed. Among nodes that are ready at the same
+        time the earlier in the file comes first, so the order is deterministic.
+        """
+        fetch_list, fed = list(fetches), frozenset(feeds)
+        for ref in (*fetch_list, *fed):
+            self._check_ref(ref, f"{self.path}: tensor '{ref}'")
+        expanded = self._needed(fetch_list, fed)
+        return self._topological(expanded)
+
+    def _needed(self, fetches: list[TensorRef], fed: frozenset[TensorRef]) -> dict[str, bool]:
+        """Needed node names -> whether their inputs are needed too (False: fully fed)."""
+        needed: dict[str, bool] = {}
+        stack = list(reversed(fetches))
+        while stack:
+            ref = stack.pop()
+            expand = ref not in fed
+            if needed.get(ref.node) is True or (ref.node in needed and not expand):
+                continue
+            needed[ref.node] = expand
+            if expand:
+                stack.extend(reversed(self._data_inputs(self.nodes[ref.node])))
+        return needed
+
+    def _data_inputs(self, node: Node) -> list[TensorRef]:
+        for ref in node.inputs:
+            self._check_ref(ref, f"{self.path}: {node.label}: input '{ref}'")
+        return node.inputs
+
+    def _check_ref(self, ref: TensorRef, what: str) -> None:
+        if ref.node not in self.nodes:
+            raise GraphError(f"{what} names no node in the graph")
+        outputs = self.nodes[ref.node].known_output_count()
+        if outputs is not None and ref.index >= outputs:
+            raise GraphError(f"{what}: node '{ref.node}' has only {outputs} output(s)")
+
+    def _topological(self, expanded: dict[str, bool]) -> list[Node]:
+        # Kahn's algorithm with the file position as priority.
+        preds = {name: self._preds(name, expanded) for name in expanded}
+        succs: dict[str, list[str]] = {name: [] for name in expanded}
+        for name, inputs in preds.items():
+            for p in inputs:
+                succs[p].append(name)
+        waiting = {name: len(inputs) for name, inputs in preds.items()}
+        ready = [self._order[name] for name, n in waiting.items() if n == 0]
+        heapq.heapify(ready)
+        names = list(self.nodes)
+        order: list[Node] = []
+        while ready:
+            name = names[heapq.heappop(ready)]
+            order.append(self.nodes[name])
+            for s in succs[name]:
+                waiting[s] -= 1
+                if waiting[s] == 0:
+                    heapq.heappush(ready, self._order[s])
+        if len(order) < len(expanded):
+            self._raise_cycle({n for n, w in waiting.items() if w > 0}, preds)
+        return order
+
+    def _preds(self, name: str, expanded: dict[str, bool]) -> set[str]:
+        if not expanded[name]:
+            return set()
+        return {ref.node for ref in self.nodes[name].inputs}
+
+    def _raise_cycle(self, stuck: set[str], preds: dict[str, set[str]]) -> NoReturn:
+        # Every stuck node waits on a stuck predecessor, so walking back must revisit a node.
+        name = min(stuck, key=self._order.__getitem__)
+        path: dict[str, int] = {}  # name -> position on the walk
+        while name not in path:
+            path[name] = len(path)
+            name = min((p for p in preds[name] if p in stuck), key=self._order.__getitem__)
+        cycle = list(path)[path[name] :] + [name]
+        node = self.nodes[name]
+        raise GraphError(
+            f"{self.path}: {node.label} is on a cycle: {' <- '.join(cycle)} "
+            "(TF control flow loops are not supported)"
+        )
+
+
+def load_graph(path: str | Path) -> Graph:
+    """Read a binary (``.pb``) or text (``.pbtxt``) GraphDef; InputFileError names the file."""
+    data = _read(Path(path))
+    suffix = Path(path).suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        proto = _parse_text(data, path)
+    elif suffix in BINARY_SUFFIXES:
+        proto = _parse_binary(data, path)
+    else:
+        proto = _parse_any(data, path)
+    return Graph(proto, path)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{path}: is a directory, expected a GraphDef file") from None
+    except OSError as e:
+        raise InputFileError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _parse_binary(data: bytes, path: str | Path) -> pb.GraphDef:
+    proto = pb.GraphDef()
+    try:
+        proto.ParseFromString(data)
+    except message.DecodeError as e:
+        detail = str(e).replace("aotc.tf.", "tensorflow.")
+        raise InputFileError(f"{path}: not a binary TensorFlow GraphDef ({detail})") from None
+    _sanity_check(proto, path)
+    return proto
+
+
+def _parse_text(data: bytes, path: str | Path) -> pb.GraphDef:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputFileError(
+            f"{path}: not a text GraphDef (byte {e.start} is not UTF-8; "
+            "a binary GraphDef should be named *.pb)"
+        ) from None
+    proto = pb.GraphDef()
+    try:
+        text_format.Parse(text, proto)
+    except text_format.ParseError as e:
+        raise InputFileError(f"{path}:{_text_error(e)}") from None
+    _sanity_check(proto, path)
+    return proto
+
+
+def _text_error(error: text_format.ParseError) -> str:
+    # protobuf prefixes "line:col : "; keep the position, name TF's schema, not ours.
+    line, col = error.GetLine(), error.GetColumn()
+    text = str(error).replace("aotc.tf.", "tensorflow.")
+    if line is not None and text.startswith(f"{line}:{col} : "):
+        text = text[len(f"{line}:{col} : ") :]
+    where = f"{line}:{col}:" if line is not None else ""
+    return f"{where} text GraphDef syntax error: {text}"
+
+
+def _parse_any(data: bytes, path: str | Path) -> pb.GraphDef:
+    # Unknown suffix: binary first (the common case), then text.
+    try:
+        return _parse_binary(data, path)
+    except InputFileError:
+        pass
+    try:
+        return _parse_text(data, path)
+    except InputFileError:
+        raise InputFileError(
+            f"{path}: not a TensorFlow GraphDef (neither binary nor text format parses; "
+            "name text files *.pbtxt to see the syntax error)"
+        ) from None
+
+
+def _sanity_check(proto: pb.GraphDef, path: str | Path) -> None:
+    # Protobuf decodes many random byte strings "successfully" into garbage; a GraphDef
+    # always has nodes, and every node has a name and an op.
+    if not proto.node:
+        raise InputFileError(f"{path}: not a TensorFlow GraphDef (no nodes)")
+    for i, node in enumerate(proto.node):
+        if not node.name or not node.op:
+            raise InputFileError(
+                f"{path}: not a TensorFlow GraphDef (node #{i} has an empty name or op)"
+            )

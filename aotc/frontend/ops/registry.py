@@ -1,0 +1,50 @@
+"""The registry of TF op translators: the ``REGISTER_XLA_OP`` idea.
+
+A translator is a plain function ``rule(ctx, node, *inputs) -> Instruction | Sequence[...]``
+registered under one or more TF op names; it receives the HLO values of the node's data inputs
+in order and returns the HLO value of each of the node's outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Union
+
+from aotc.hlo.ir import Instruction
+
+Outputs = Union[Instruction, Sequence[Instruction]]
+Translator = Callable[..., Outputs]
+
+_TRANSLATORS: dict[str, Translator] = {}
+_NOTES: dict[str, str] = {}
+
+
+def translates(*op_names: str, note: str = "") -> Callable[[Translator], Translator]:
+    """Register the decorated function as the translator of each TF op in ``op_names``."""
+
+    def register(fn: Translator) -> Translator:
+        for op in op_names:
+            if op in _TRANSLATORS:
+                raise RuntimeError(f"TF op {op} is registered twice")
+            _TRANSLATORS[op] = fn
+            if note:
+                _NOTES[op] = note
+        return fn
+
+    return register
+
+
+def lookup(op: str) -> Translator | None:
+    _load_op_modules()
+    return _TRANSLATORS.get(op)
+
+
+def supported_ops() -> dict[str, str]:
+    """TF op name -> note on supported attributes, sorted by name."""
+    _load_op_modules()
+    return {op: _NOTES.get(op, "") for op in sorted(_TRANSLATORS)}
+
+
+def _load_op_modules() -> None:
+    # Importing the op modules runs their @translates decorators.
+    from aotc.frontend.ops import array, math, nn  # noqa: F401

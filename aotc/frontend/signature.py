@@ -1,0 +1,228 @@
+"""The compiled function's signature: which graph tensors are arguments and results.
+
+Explicit config entries win; what the config leaves out is inferred from the graph:
+
+* feeds: every ``Placeholder`` the fetches need, in file order; each needs a fully known
+  ``shape`` attr (otherwise list it in the config with ``shape:``).
+* fetches: output 0 of every node that nothing consumes (through data or control inputs),
+  in file order, except the ops in ``NOT_OUTPUTS`` (inputs, constants, no-ops, asserts,
+  prints, savers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from aotc.config import Config, Feed, Fetch, c_identifier
+from aotc.errors import ConfigError, UnsupportedError
+from aotc.frontend.graphdef import Graph
+from aotc.frontend.node import Node, TensorRef
+from aotc.frontend.tensor import SUPPORTED_DTYPES
+
+PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
+
+# Ops that are never inferred as results even when nothing consumes them.
+NOT_OUTPUTS = frozenset(
+    {
+        *PLACEHOLDER_OPS, "PlaceholderWithDefault", "Const", "NoOp", "Assert", "Print",
+        "PrintV2", "Save", "SaveV2", "SaveSlices", "Restore", "RestoreV2", "RestoreSlice",
+        "MergeV2Checkpoints", "VariableV2", "VarHandleOp", "Assign", "AssignVariableOp",
+    }
+)  # fmt: skip
+
+
+_SINGULAR = {"feeds": "feed", "fetches": "fetch"}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One argument: the feed as named in the config (``x``, ``split:1``), dtype and shape."""
+
+    name: str
+    ref: TensorRef
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FetchSpec:
+    """One result; its dtype and shape are known only after translation."""
+
+    name: str
+    ref: TensorRef
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The compiled function: a C identifier ``name``, arguments and results in order."""
+
+    name: str
+    feeds: tuple[TensorSpec, ...]
+    fetches: tuple[FetchSpec, ...]
+
+
+def default_config_path(graph_path: str | Path) -> Path | None:
+    """``model.yaml`` next to ``model.pb``, if it exists."""
+    candidate = Path(graph_path).with_suffix(".yaml")
+    return candidate if candidate.is_file() else None
+
+
+def resolve_signature(
+    graph: Graph, config: Config, graph_path: str | Path | None = None
+) -> Signature:
+    """Check the config against the graph and fill in what it leaves out."""
+    where = _Where(config, graph)
+    fetch_list = list(config.fetches) or _inferred_fetches(graph)
+    fetches = tuple(
+        _fetch_spec(graph, f, where.entry("fetches", i, f.ref, bool(config.fetches)))
+        for i, f in enumerate(fetch_list)
+    )
+    feed_list = list(config.feeds) or _inferred_feeds(graph, fetches)
+    feeds = tuple(
+        _feed_spec(graph, f, where.entry("feeds", i, f.ref, bool(config.feeds)))
+        for i, f in enumerate(feed_list)
+    )
+    _check_all_placeholders_fed(graph, feeds, fetches, where)
+    stem = Path(graph_path if graph_path is not None else graph.path).stem
+    return Signature(c_identifier(config.name or stem), feeds, fetches)
+
+
+class _Where:
+    """Prefixes for error messages: the config file and key, or just the graph file."""
+
+    def __init__(self, config: Config, graph: Graph) -> None:
+        self.config_path = config.path
+        self.graph_path = graph.path
+
+    def entry(self, key: str, index: int, ref: TensorRef, from_config: bool) -> str:
+        """``model.yaml: feeds[0] 'x'`` for config entries, ``model.pb: feed 'x'`` else."""
+        if from_config and self.config_path:
+            return f"{self.config_path}: {key}[{index}] '{ref}'"
+        return f"{self.graph_path}: {_SINGULAR[key]} '{ref}'"
+
+
+def _inferred_fetches(graph: Graph) -> list[Fetch]:
+    # Control consumers count too: lowered tf.cond leaves "pivot" Identity nodes that only
+    # gate other nodes through control edges; they are not results.
+    controlling = {name for node in graph.nodes.values() for name in node.control_inputs}
+    fetches = [
+        Fetch(TensorRef(node.name))
+        for node in graph.nodes.values()
+        if node.op not in NOT_OUTPUTS
+        and node.name not in controlling
+        and not graph.consumers(node.name)
+    ]
+    if not fetches:
+        raise ConfigError(
+            f"{graph.path}: cannot infer the outputs (every node is consumed or is not an "
+            "output op); list them under `fetches:` in a config"
+        )
+    return fetches
+
+
+def _inferred_feeds(graph: Graph, fetches: tuple[FetchSpec, ...]) -> list[Feed]:
+    needed = {node.name for node in graph.prune([f.ref for f in fetches])}
+    return [
+        Feed(TensorRef(node.name))
+        for node in graph.nodes.values()
+        if node.name in needed and node.op in PLACEHOLDER_OPS
+    ]
+
+
+def _fetch_spec(graph: Graph, fetch: Fetch, label: str) -> FetchSpec:
+    _node_for(graph, fetch.ref, label)
+    return FetchSpec(str(fetch.ref), fetch.ref)
+
+
+def _node_for(graph: Graph, ref: TensorRef, label: str) -> Node:
+    if ref.node not in graph.nodes:
+        raise ConfigError(f"{label}: no node named '{ref.node}' in {graph.path}")
+    node = graph.nodes[ref.node]
+    outputs = node.known_output_count()
+    if outputs is not None and ref.index >= outputs:
+        raise ConfigError(f"{label}: {node.label} has only {outputs} output(s)")
+    return node
+
+
+def _feed_spec(graph: Graph, feed: Feed, label: str) -> TensorSpec:
+    node = _node_for(graph, feed.ref, label)
+    dtype = _feed_dtype(node, feed, label)
+    shape = _feed_shape(node, feed, label)
+    return TensorSpec(str(feed.ref), feed.ref, dtype, shape)
+
+
+def _feed_dtype(node: Node, feed: Feed, label: str) -> np.dtype:
+    graph_dtype = _graph_dtype(node)
+    dtype = feed.dtype if feed.dtype is not None else graph_dtype
+    if dtype is None:
+        raise ConfigError(f"{label}: {node.label} has no dtype attribute; set `dtype:` for it")
+    if graph_dtype is not None and node.op in PLACEHOLDER_OPS and dtype != graph_dtype:
+        raise ConfigError(
+            f"{label}: config dtype {dtype} disagrees with the graph's {graph_dtype} ({node.label})"
+        )
+    if dtype not in SUPPORTED_DTYPES.values():
+        raise UnsupportedError(f"{label}: dtype {dtype} is not supported for inputs")
+    return dtype
+
+
+def _graph_dtype(node: Node) -> np.dtype | None:
+    # Placeholders say `dtype`; most other ops say `T` (for all their outputs, usually).
+    for attr in ("dtype", "T"):
+        if node.has_attr(attr):
+            value = node.attr(attr)
+            if isinstance(value, np.dtype):
+                return value
+    return None
+
+
+def _feed_shape(node: Node, feed: Feed, label: str) -> tuple[int, ...]:
+    graph_shape = _graph_shape(node, feed.ref)
+    if feed.shape is None:
+        if graph_shape is None or -1 in graph_shape:
+            known = "unknown" if graph_shape is None else _dims(graph_shape)
+            raise ConfigError(
+                f"{label}: the graph's shape is {known}; give a static shape with `shape:` "
+                "for this feed in a config"
+            )
+        return graph_shape
+    if graph_shape is not None and not _compatible(graph_shape, feed.shape):
+        raise ConfigError(
+            f"{label}: config shape {_dims(feed.shape)} does not fit the graph's "
+            f"{_dims(graph_shape)} ({node.label})"
+        )
+    return feed.shape
+
+
+def _graph_shape(node: Node, ref: TensorRef) -> tuple[int, ...] | None:
+    if node.op in PLACEHOLDER_OPS:
+        return node.attr("shape", None)
+    shapes = node.attr("_output_shapes", None)
+    if shapes and ref.index < len(shapes):
+        return shapes[ref.index]
+    return None
+
+
+def _compatible(graph_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    if len(graph_shape) != len(shape):
+        return False
+    return all(g in (-1, s) for g, s in zip(graph_shape, shape, strict=True))
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join("?" if d == -1 else str(d) for d in shape) + "]"
+
+
+def _check_all_placeholders_fed(
+    graph: Graph, feeds: tuple[TensorSpec, ...], fetches: tuple[FetchSpec, ...], where: _Where
+) -> None:
+    fed = {spec.ref for spec in feeds}
+    for node in graph.prune([f.ref for f in fetches], fed):
+        if node.op in PLACEHOLDER_OPS and TensorRef(node.name) not in fed:
+            source = where.config_path or graph.path
+            raise ConfigError(
+                f"{source}: {node.label} is needed by the fetches but is not fed; "
+                "add it to `feeds:`"
+            )

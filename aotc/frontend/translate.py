@@ -1,0 +1,155 @@
+"""Drives translation of a pruned TF graph into an HLO module, node by node.
+
+Each TF tensor (``node:index``) maps to one HLO instruction. Feeds become entry parameters in
+signature order; the entry root is a tuple of the fetches in signature order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from aotc.errors import AotcError, GraphError, ShapeError, UnsupportedError
+from aotc.frontend.graphdef import Graph
+from aotc.frontend.node import Node, TensorRef
+from aotc.frontend.ops.registry import lookup
+from aotc.frontend.signature import Signature
+from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
+from aotc.hlo.evaluate import evaluate_computation
+from aotc.hlo.ir import Computation, Instruction, Module, Opcode
+from aotc.hlo.shape import PrimitiveType, Shape
+
+
+class TranslationContext:
+    """What a translator may use: the builders and helpers for constant-valued inputs."""
+
+    def __init__(self, module: ModuleBuilder, builder: ComputationBuilder):
+        self.module = module
+        self.builder = builder
+        self.node: Node | None = None
+
+    def constant_value(self, value: Instruction, what: str = "input") -> np.ndarray:
+        """The value of ``value`` if it does not depend on any feed, else a clear error."""
+        if value.opcode is Opcode.CONSTANT:
+            assert value.literal is not None
+            return value.literal
+        if _depends_on_parameter(value):
+            node = self.node.name if self.node else "?"
+            raise ShapeError(
+                f"the {what} must be a compile-time constant, but it depends on a "
+                f"feed; aotc needs static shapes (node '{node}')"
+            )
+        result = evaluate_computation(Computation("constant_subgraph", [], value), [])
+        assert isinstance(result, np.ndarray)
+        return result
+
+    def constant_input(self, inputs: Sequence[Instruction], index: int, what: str) -> np.ndarray:
+        return self.constant_value(inputs[index], what)
+
+    def scalar(self, value: float | int | bool, dtype: PrimitiveType) -> Instruction:
+        return self.builder.constant(value, dtype)
+
+    def splat(self, value: float | int | bool, like: Instruction) -> Instruction:
+        """A constant with ``like``'s shape: a scalar broadcast to it."""
+        shape = like.array_shape
+        scalar = self.scalar(value, shape.dtype)
+        return scalar if not shape.dims else self.builder.broadcast(scalar, shape.dims, [])
+
+    def broadcast_to(self, x: Instruction, dims: Sequence[int]) -> Instruction:
+        """numpy-style broadcast of ``x`` to ``dims`` (trailing dims aligned, 1s stretched)."""
+        src = x.array_shape
+        dims = tuple(dims)
+        if src.dims == dims:
+            return x
+        offset = len(dims) - src.rank
+        if offset < 0 or any(n not in (1, dims[offset + d]) for d, n in enumerate(src.dims)):
+            raise ShapeError(f"cannot broadcast {src} to {list(dims)}")
+        kept = [d for d, n in enumerate(src.dims) if n == dims[offset + d]]
+        if len(kept) != src.rank:
+            x = self.builder.reshape(x, [src.dims[d] for d in kept])
+        return self.builder.broadcast(x, dims, [offset + d for d in kept])
+
+    def broadcast_operands(self, *xs: Instruction) -> list[Instruction]:
+        """Broadcast operands against each other as numpy does."""
+        try:
+            dims = np.broadcast_shapes(*(x.array_shape.dims for x in xs))
+        except ValueError:
+            shapes = " and ".join(str(x.shape) for x in xs)
+            raise ShapeError(f"shapes {shapes} are not broadcast-compatible") from None
+        return [self.broadcast_to(x, dims) for x in xs]
+
+
+def _depends_on_parameter(value: Instruction) -> bool:
+    stack, seen = [value], set()
+    while stack:
+        inst = stack.pop()
+        if inst.opcode is Opcode.PARAMETER:
+            return True
+        for op in inst.operands:
+            if id(op) not in seen:
+                seen.add(id(op))
+                stack.append(op)
+    return False
+
+
+def translate_graph(graph: Graph, signature: Signature) -> Module:
+    """Translate the part of ``graph`` the signature's fetches need into an HLO module."""
+    feeds = {f.ref for f in signature.feeds}
+    fetches = [f.ref for f in signature.fetches]
+    nodes = graph.prune(fetches, list(feeds))
+    needed = {*fetches, *(ref for n in nodes for ref in n.inputs)}
+    # A node is computed unless every one of its outputs that is needed is fed.
+    nodes = [n for n in nodes if any(r.node == n.name and r not in feeds for r in needed)]
+    check_supported(graph, nodes)
+
+    mb = ModuleBuilder(signature.name)
+    ctx = TranslationContext(mb, mb.computation("main"))
+    values: dict[TensorRef, Instruction] = {}
+    for number, feed in enumerate(signature.feeds):
+        shape = Shape(PrimitiveType.from_numpy(feed.dtype), tuple(feed.shape))
+        values[feed.ref] = ctx.builder.parameter(number, shape, feed.ref.node)
+    for node in nodes:
+        _translate_node(ctx, graph, node, values)
+    results = [_value_of(values, graph, f.ref, "fetch") for f in signature.fetches]
+    return mb.build(ctx.builder.build(ctx.builder.tuple(results)))
+
+
+def check_supported(graph: Graph, nodes: Sequence[Node]) -> None:
+    """Raise one error listing every node whose op has no translator."""
+    missing = [n for n in nodes if lookup(n.op) is None]
+    if missing:
+        listing = ", ".join(f"'{n.name}' ({n.op})" for n in missing)
+        ops = sorted({n.op for n in missing})
+        raise UnsupportedError(
+            f"{graph.path}: {len(missing)} node(s) use op(s) aotc does not support "
+            f"({', '.join(ops)}): {listing}; run 'aotc ops' for the supported list"
+        )
+
+
+def _translate_node(
+    ctx: TranslationContext, graph: Graph, node: Node, values: dict[TensorRef, Instruction]
+) -> None:
+    translator = lookup(node.op)
+    assert translator is not None  # check_supported ran first
+    inputs = [_value_of(values, graph, ref, f"input of '{node.name}'") for ref in node.inputs]
+    ctx.node = node
+    try:
+        outputs = translator(ctx, node, *inputs)
+    except AotcError as err:
+        shapes = ", ".join(str(i.shape) for i in inputs)
+        raise type(err)(f"node '{node.name}' ({node.op}) with inputs ({shapes}): {err}") from None
+    if isinstance(outputs, Instruction):
+        outputs = [outputs]
+    for index, out in enumerate(outputs):
+        values.setdefault(TensorRef(node.name, index), out)  # a fed output keeps its parameter
+
+
+def _value_of(
+    values: dict[TensorRef, Instruction], graph: Graph, ref: TensorRef, what: str
+) -> Instruction:
+    if ref in values:
+        return values[ref]
+    raise GraphError(
+        f"{graph.path}: {what} '{ref}' does not exist: node '{ref.node}' has no output {ref.index}"
+    )

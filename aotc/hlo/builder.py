@@ -1,0 +1,198 @@
+"""Typed helpers that create instructions and infer their result shapes, as XLA's XlaBuilder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from aotc.hlo import shape_inference as si
+from aotc.hlo.ir import (
+    CompareAttrs,
+    ComparisonDirection,
+    Computation,
+    Dimensions,
+    DotDims,
+    Instruction,
+    IotaAttrs,
+    Module,
+    Opcode,
+    PadAttrs,
+    PadDim,
+    ParameterAttrs,
+    SliceAttrs,
+    TupleIndex,
+)
+from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
+from aotc.hlo.shape_inference import infer_dot_shape  # re-exported: part of this module's API
+
+
+class NameUniquer:
+    """Hands out module-unique names the way XLA does: ``add``, ``add.1``, ``add.2``."""
+
+    def __init__(self) -> None:
+        self._next: dict[str, int] = {}
+
+    def get(self, base: str) -> str:
+        base = base.replace("/", "_").replace(":", "_") or "x"
+        count = self._next.get(base, 0)
+        self._next[base] = count + 1
+        name = base if count == 0 else f"{base}.{count}"
+        if name != base and name in self._next:  # someone literally named e.g. "add.1"
+            return self.get(base)
+        self._next.setdefault(name, 1)
+        return name
+
+
+class ComputationBuilder:
+    """Appends instructions to one computation; every method returns the new instruction."""
+
+    def __init__(self, name: str, names: NameUniquer | None = None):
+        self.names = names or NameUniquer()
+        self.name = name
+        self.instructions: list[Instruction] = []
+
+    def build(self, root: Instruction) -> Computation:
+        return Computation(self.name, self.instructions, root)
+
+    def add(self, inst: Instruction) -> Instruction:
+        self.instructions.append(inst)
+        return inst
+
+    def _new(self, opcode: Opcode, shape: Shape | TupleShape, operands: Sequence[Instruction],
+             attrs: object = None, name: str | None = None, **kw: object) -> Instruction:
+        inst = Instruction(self.names.get(name or opcode.value), opcode, shape, list(operands),
+                           attrs, **kw)  # type: ignore[arg-type]
+        return self.add(inst)
+
+    # ---- leaves ------------------------------------------------------------------------------
+
+    def parameter(self, number: int, shape: Shape, name: str | None = None) -> Instruction:
+        return self._new(Opcode.PARAMETER, shape, [], ParameterAttrs(number), name or "parameter")
+
+    def constant(self, value: np.ndarray | float | int | bool,
+                 dtype: PrimitiveType | None = None) -> Instruction:
+        array = np.asarray(value) if dtype is None else np.asarray(value, dtype.numpy)
+        ptype = PrimitiveType.from_numpy(array.dtype)
+        array = np.array(array, order="C")  # a private, contiguous copy (0-d stays 0-d)
+        array.flags.writeable = False
+        return self._new(Opcode.CONSTANT, Shape(ptype, array.shape), [], literal=array)
+
+    def iota(self, shape: Shape, dimension: int) -> Instruction:
+        return self._new(Opcode.IOTA, si.infer_iota_shape(shape, dimension), [],
+                         IotaAttrs(dimension))
+
+    # ---- elementwise -------------------------------------------------------------------------
+
+    def unary(self, opcode: Opcode, x: Instruction) -> Instruction:
+        return self._new(opcode, si.infer_unary_shape(opcode, x.array_shape), [x])
+
+    def convert(self, x: Instruction, dtype: PrimitiveType) -> Instruction:
+        return self._new(Opcode.CONVERT, si.infer_convert_shape(x.array_shape, dtype), [x])
+
+    def binary(self, opcode: Opcode, a: Instruction, b: Instruction) -> Instruction:
+        shape = si.infer_binary_shape(opcode, _array(a), _array(b))
+        return self._new(opcode, shape, [a, b])
+
+    def compare(self, a: Instruction, b: Instruction,
+                direction: ComparisonDirection) -> Instruction:
+        shape = si.infer_compare_shape(_array(a), _array(b))
+        return self._new(Opcode.COMPARE, shape, [a, b], CompareAttrs(direction))
+
+    def select(self, pred: Instruction, on_true: Instruction, on_false: Instruction) -> Instruction:
+        shape = si.infer_select_shape(_array(pred), _array(on_true), _array(on_false))
+        return self._new(Opcode.SELECT, shape, [pred, on_true, on_false])
+
+    def clamp(self, low: Instruction, x: Instruction, high: Instruction) -> Instruction:
+        shape = si.infer_clamp_shape(_array(low), _array(x), _array(high))
+        return self._new(Opcode.CLAMP, shape, [low, x, high])
+
+    # ---- data movement -----------------------------------------------------------------------
+
+    def broadcast(self, x: Instruction, dims: Sequence[int],
+                  dimensions: Sequence[int]) -> Instruction:
+        shape = si.infer_broadcast_shape(x.array_shape, dims, dimensions)
+        return self._new(Opcode.BROADCAST, shape, [x], Dimensions(tuple(dimensions)))
+
+    def reshape(self, x: Instruction, dims: Sequence[int]) -> Instruction:
+        return self._new(Opcode.RESHAPE, si.infer_reshape_shape(x.array_shape, dims), [x])
+
+    def transpose(self, x: Instruction, permutation: Sequence[int]) -> Instruction:
+        out = si.infer_transpose_shape(x.array_shape, permutation)
+        return self._new(Opcode.TRANSPOSE, out, [x], Dimensions(tuple(permutation)))
+
+    def slice(self, x: Instruction, starts: Sequence[int], limits: Sequence[int],
+              strides: Sequence[int] | None = None) -> Instruction:
+        src = x.array_shape
+        strides = strides or [1] * src.rank
+        out = si.infer_slice_shape(src, starts, limits, strides)
+        attrs = SliceAttrs(tuple(starts), tuple(limits), tuple(strides))
+        return self._new(Opcode.SLICE, out, [x], attrs)
+
+    def concatenate(self, xs: Sequence[Instruction], dimension: int) -> Instruction:
+        out = si.infer_concatenate_shape([_array(x) for x in xs], dimension)
+        return self._new(Opcode.CONCATENATE, out, xs, Dimensions((dimension,)))
+
+    def pad(self, x: Instruction, value: Instruction, dims: Sequence[PadDim]) -> Instruction:
+        out = si.infer_pad_shape(x.array_shape, _array(value), dims)
+        return self._new(Opcode.PAD, out, [x, value], PadAttrs(tuple(dims)))
+
+    def reverse(self, x: Instruction, dimensions: Sequence[int]) -> Instruction:
+        out = si.infer_reverse_shape(x.array_shape, dimensions)
+        return self._new(Opcode.REVERSE, out, [x], Dimensions(tuple(dimensions)))
+
+    # ---- contractions and reductions ---------------------------------------------------------
+
+    def dot(self, a: Instruction, b: Instruction, dims: DotDims) -> Instruction:
+        return self._new(Opcode.DOT, infer_dot_shape(a.array_shape, b.array_shape, dims),
+                         [a, b], dims)
+
+    def reduce(self, operands: Sequence[Instruction], inits: Sequence[Instruction],
+               dimensions: Sequence[int], to_apply: Computation) -> Instruction:
+        shape = si.infer_reduce_shape([_array(x) for x in operands], [_array(i) for i in inits],
+                                      dimensions)
+        inst = self._new(Opcode.REDUCE, shape, [*operands, *inits],
+                         Dimensions(tuple(sorted(dimensions))))
+        inst.called = [to_apply]
+        return inst
+
+    # ---- tuples ------------------------------------------------------------------------------
+
+    def tuple(self, xs: Sequence[Instruction]) -> Instruction:
+        return self._new(Opcode.TUPLE, si.infer_tuple_shape([x.shape for x in xs]), xs)
+
+    def get_tuple_element(self, t: Instruction, index: int) -> Instruction:
+        shape = si.infer_get_tuple_element_shape(t.shape, index)
+        return self._new(Opcode.GET_TUPLE_ELEMENT, shape, [t], TupleIndex(index))
+
+
+class ModuleBuilder:
+    """Builds a module: shares one name space and caches scalar reducer computations."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.names = NameUniquer()
+        self._computations: list[Computation] = []
+        self._reducers: dict[tuple[Opcode, PrimitiveType], Computation] = {}
+
+    def computation(self, name: str) -> ComputationBuilder:
+        return ComputationBuilder(self.names.get(name), self.names)
+
+    def reducer(self, opcode: Opcode, dtype: PrimitiveType) -> Computation:
+        """``(a, b) -> opcode(a, b)`` over scalars, e.g. the ``to_apply`` of a sum."""
+        key = (opcode, dtype)
+        if key not in self._reducers:
+            b = self.computation(f"{opcode.value}_{dtype.value}")
+            x = b.parameter(0, Shape(dtype), "lhs")
+            y = b.parameter(1, Shape(dtype), "rhs")
+            comp = b.build(b.binary(opcode, x, y))
+            self._reducers[key] = comp
+            self._computations.append(comp)
+        return self._reducers[key]
+
+    def build(self, entry: Computation) -> Module:
+        return Module(self.name, entry, self._computations)
+
+
+def _array(x: Instruction) -> Shape:
+    return x.array_shape

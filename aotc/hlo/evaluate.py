@@ -1,0 +1,604 @@
+"""The numpy reference interpreter: the oracle every later stage is tested against.
+
+Each opcode is evaluated by a small handler found through ``_HANDLERS``; results are cast back
+to the instruction's element type and checked against its shape. Semantics follow XLA's
+operation semantics and its reference evaluator (``xla/hlo/evaluator``), including the cases C
+leaves undefined: integer ``x / 0 == -1`` (all ones when unsigned), ``INT_MIN / -1 == INT_MIN``,
+``x % 0 == x``, ``INT_MIN % -1 == 0``; float -> int conversion truncates, saturates out-of-range
+values and maps NaN to 0 (``xla/literal.cc``); floating-point maximum and minimum propagate NaN.
+Integer arithmetic wraps. f16 math is done in f32 and rounded back, as XLA's evaluator does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from aotc.errors import HloError, ShapeError, UnsupportedError
+from aotc.hlo.ir import (
+    ELEMENTWISE,
+    CompareAttrs,
+    ComparisonDirection,
+    Computation,
+    ConvAttrs,
+    Dimensions,
+    DotDims,
+    Instruction,
+    IotaAttrs,
+    Module,
+    Opcode,
+    PadAttrs,
+    PadDim,
+    ReduceWindowAttrs,
+    SliceAttrs,
+    TupleIndex,
+    Window,
+    parameter_number,
+)
+from aotc.hlo.shape import AnyShape, Shape, TupleShape
+
+Value = Any  # an np.ndarray, or a tuple of values for tuple-shaped instructions
+Handler = Callable[[Instruction, list[Value]], Value]
+
+_HANDLERS: dict[Opcode, Handler] = {}
+
+
+def handles(*opcodes: Opcode) -> Callable[[Handler], Handler]:
+    """Register ``fn(inst, operand_values) -> value`` as the evaluator of ``opcodes``."""
+
+    def register(fn: Handler) -> Handler:
+        for opcode in opcodes:
+            if opcode in _HANDLERS:
+                raise ValueError(f"an evaluator for {opcode.value} is already registered")
+            _HANDLERS[opcode] = fn
+        return fn
+
+    return register
+
+
+# ---- public API ------------------------------------------------------------------------------
+
+
+def evaluate(module: Module, args: Sequence[np.ndarray]) -> list[np.ndarray] | np.ndarray:
+    """Run the entry computation; a tuple-shaped root comes back as a list of its elements."""
+    result = evaluate_computation(module.entry, args)
+    if isinstance(result, tuple):
+        return list(result)
+    assert isinstance(result, np.ndarray)
+    return result
+
+
+def evaluate_computation(comp: Computation, args: Sequence[np.ndarray]) -> object:
+    """Run one computation on ``args``; returns an ndarray, or a tuple for a tuple root.
+
+    Results are fresh, writable arrays. The computation must be acyclic (verified).
+    """
+    with np.errstate(all="ignore"):
+        return _private_copy(_run(comp, list(args), batched=False))
+
+
+def _private_copy(value: Value) -> Value:
+    if isinstance(value, tuple):
+        return tuple(_private_copy(v) for v in value)
+    return np.array(value, copy=True)
+
+
+# ---- the interpreter loop --------------------------------------------------------------------
+
+
+def _run(comp: Computation, args: list[Value], batched: bool) -> Value:
+    """Evaluate ``comp`` in post order.
+
+    ``batched`` evaluates a scalar computation (a reducer) on equally shaped arrays at once:
+    every value then carries a batch shape that the instruction shapes do not mention.
+    """
+    params = comp.parameters
+    if len(args) != len(params):
+        raise ShapeError(f"evaluate: computation {comp.name} takes {len(params)} arguments, "
+                         f"got {len(args)}")
+    values: dict[int, Value] = {}
+    for inst in comp.post_order():
+        if inst.opcode is Opcode.PARAMETER:
+            value = _argument(comp, inst, args[parameter_number(inst)], batched)
+        else:
+            result = _HANDLERS[inst.opcode](inst, [values[id(o)] for o in inst.operands])
+            value = _fit(inst.shape, result, batched, f"{comp.name}/{inst.name}")
+        values[id(inst)] = value
+    return values[id(comp.root)]
+
+
+def _argument(comp: Computation, inst: Instruction, arg: Value, batched: bool) -> Value:
+    where = f"{comp.name}/{inst.name} (parameter {parameter_number(inst)})"
+    return _check_argument(inst.shape, arg, batched, where)
+
+
+def _check_argument(shape: AnyShape, arg: Value, batched: bool, where: str) -> Value:
+    if isinstance(shape, TupleShape):
+        if not isinstance(arg, (tuple, list)) or len(arg) != len(shape.elements):
+            raise ShapeError(f"evaluate: {where} expects a tuple {shape}, got {type(arg).__name__}")
+        pairs = zip(shape.elements, arg, strict=True)
+        return tuple(_check_argument(s, a, batched, where) for s, a in pairs)
+    array = np.asarray(arg)
+    if array.dtype != shape.dtype.numpy or (not batched and array.shape != shape.dims):
+        got = f"{array.dtype}{list(array.shape)}"
+        raise ShapeError(f"evaluate: {where} expects {shape}, got {got}; "
+                         "pass an array of exactly that dtype and shape")
+    return array
+
+
+def _fit(shape: AnyShape, value: Value, batched: bool, where: str) -> Value:
+    """Cast a handler's result to the declared element type and check its dimensions."""
+    if isinstance(shape, TupleShape):
+        if not isinstance(value, tuple) or len(value) != len(shape.elements):
+            raise HloError(f"evaluate: {where}: produced {type(value).__name__}, declared {shape}")
+        pairs = zip(shape.elements, value, strict=True)
+        return tuple(_fit(s, v, batched, where) for s, v in pairs)
+    array = np.asarray(value)
+    if array.dtype != shape.dtype.numpy:
+        array = array.astype(shape.dtype.numpy)
+    if not batched and array.shape != shape.dims:
+        raise HloError(f"evaluate: {where}: produced {list(array.shape)}, declared {shape}")
+    return array
+
+
+def _widen(x: np.ndarray) -> np.ndarray:
+    """f16 is computed in f32 (and rounded back by ``_fit``), as XLA's evaluator does."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def _attrs(inst: Instruction, kind: type[Any]) -> Any:
+    if not isinstance(inst.attrs, kind):
+        raise HloError(f"evaluate: {inst.name}: {inst.opcode.value} needs {kind.__name__} "
+                       f"attributes, got {inst.attrs!r}")
+    return inst.attrs
+
+
+def _dims(inst: Instruction) -> tuple[int, ...]:
+    assert isinstance(inst.shape, Shape), f"{inst.name} has a tuple shape"
+    return inst.shape.dims
+
+
+def _dtype(inst: Instruction) -> np.dtype:
+    assert isinstance(inst.shape, Shape), f"{inst.name} has a tuple shape"
+    return inst.shape.dtype.numpy
+
+
+# ---- leaves ----------------------------------------------------------------------------------
+
+
+@handles(Opcode.CONSTANT)
+def _constant(inst: Instruction, ops: list[Value]) -> Value:
+    if inst.literal is None:
+        raise HloError(f"evaluate: constant {inst.name} has no literal")
+    return inst.literal
+
+
+@handles(Opcode.IOTA)
+def _iota(inst: Instruction, ops: list[Value]) -> Value:
+    dim, dims = _attrs(inst, IotaAttrs).iota_dimension, _dims(inst)
+    ramp = np.arange(dims[dim], dtype=_dtype(inst))
+    return np.broadcast_to(ramp.reshape([-1 if d == dim else 1 for d in range(len(dims))]), dims)
+
+
+# ---- elementwise unary -----------------------------------------------------------------------
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return 1 / np.sqrt(x)
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    # exp(-|x|) never overflows; each branch is the accurate form for its sign of x.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _round_afz(x: np.ndarray) -> np.ndarray:
+    # x - trunc(x) is exact, unlike floor(|x| + 0.5), which rounds 0.49999997f up to 1.
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.asarray(_ERF(x.astype(np.float64)), dtype=np.float64)
+
+
+_FLOAT_UNARY: dict[Opcode, Callable[[np.ndarray], np.ndarray]] = {
+    Opcode.CEIL: np.ceil, Opcode.COSINE: np.cos, Opcode.ERF: _erf, Opcode.EXP: np.exp,
+    Opcode.EXPM1: np.expm1, Opcode.FLOOR: np.floor, Opcode.LOG: np.log, Opcode.LOG1P: np.log1p,
+    Opcode.LOGISTIC: _logistic, Opcode.ROUND_AFZ: _round_afz, Opcode.ROUND_EVEN: np.rint,
+    Opcode.RSQRT: _rsqrt, Opcode.SINE: np.sin, Opcode.SQRT: np.sqrt, Opcode.TANH: np.tanh,
+    Opcode.IS_FINITE: np.isfinite,
+}  # fmt: skip
+
+
+def _float_unary(fn: Callable[[np.ndarray], np.ndarray], inst: Instruction,
+                 ops: list[Value]) -> Value:
+    return fn(_widen(ops[0]))
+
+
+for _opcode, _fn in _FLOAT_UNARY.items():
+    handles(_opcode)(partial(_float_unary, _fn))
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind != "f":
+        return np.sign(x)
+    # XLA: NaN stays NaN and zeros keep their sign.
+    return np.where(np.isnan(x), x, np.copysign((x != 0).astype(x.dtype), x))
+
+
+_OTHER_UNARY: dict[Opcode, Callable[[np.ndarray], np.ndarray]] = {
+    Opcode.ABS: np.abs,  # wraps: abs(INT_MIN) == INT_MIN
+    Opcode.NEGATE: np.negative,  # wraps
+    Opcode.NOT: np.invert,  # logical for pred, bitwise for integers
+    Opcode.SIGN: _sign,
+    Opcode.COPY: np.copy,
+}
+
+for _opcode, _fn in _OTHER_UNARY.items():
+    handles(_opcode)(partial(_float_unary, _fn))
+
+
+@handles(Opcode.CONVERT)
+def _convert(inst: Instruction, ops: list[Value]) -> Value:
+    x, dtype = ops[0], _dtype(inst)
+    if dtype == np.bool_:
+        return x != 0
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        return _float_to_int(x, dtype)
+    return x.astype(dtype)
+
+
+def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Truncate toward zero, saturate out-of-range values, NaN -> 0 (XLA's literal.cc)."""
+    info = np.iinfo(dtype)
+    t = np.trunc(x.astype(np.float64))  # f16/f32/f64 are exact in f64
+    too_big, too_small = t >= float(int(info.max) + 1), t < float(info.min)
+    out = np.asarray(np.where(too_big | too_small | np.isnan(t), 0, t)).astype(dtype)
+    out[too_big] = info.max
+    out[too_small] = info.min
+    return out
+
+
+# ---- elementwise binary ----------------------------------------------------------------------
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.divide(a, b)
+    zero, overflow = b == 0, _int_min_by_minus_one(a, b)
+    safe = np.where(zero | overflow, 1, b)
+    quotient = (a - np.fmod(a, safe)) // safe  # exact, so floor division truncates
+    return np.where(zero, np.iinfo(a.dtype).max if a.dtype.kind == "u" else -1, quotient)
+
+
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.fmod(a, b)  # C fmod: the sign of the dividend
+    zero = b == 0
+    safe = np.where(zero | _int_min_by_minus_one(a, b), 1, b)
+    return np.where(zero, a, np.fmod(a, safe))
+
+
+def _int_min_by_minus_one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "i":
+        return np.zeros(np.shape(a), dtype=bool)
+    return (a == np.iinfo(a.dtype).min) & (b == -1)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.power(_widen(a), _widen(b))  # C pow: pow(1, y) == pow(x, 0) == 1, even NaN
+    if a.dtype == np.bool_:
+        return a | ~b
+    return _integer_power(a, b)
+
+
+def _integer_power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """Wrapping exponentiation by squaring; a negative exponent gives ``base == 1 ? 1 : 0``."""
+    acc, square, e = np.ones_like(base), np.array(base), np.where(exponent < 0, 0, exponent)
+    while np.any(e != 0):
+        acc = np.where(e & 1, acc * square, acc)
+        square, e = square * square, e >> 1
+    return np.where(exponent < 0, base == 1, acc)
+
+
+_COMPARE: dict[ComparisonDirection, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    ComparisonDirection.EQ: np.equal, ComparisonDirection.NE: np.not_equal,
+    ComparisonDirection.LT: np.less, ComparisonDirection.LE: np.less_equal,
+    ComparisonDirection.GT: np.greater, ComparisonDirection.GE: np.greater_equal,
+}  # fmt: skip
+
+
+@handles(Opcode.COMPARE)
+def _compare(inst: Instruction, ops: list[Value]) -> Value:
+    return _COMPARE[_attrs(inst, CompareAttrs).direction](ops[0], ops[1])  # IEEE for NaN
+
+
+_BINARY: dict[Opcode, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    Opcode.ADD: np.add, Opcode.SUBTRACT: np.subtract, Opcode.MULTIPLY: np.multiply,
+    Opcode.DIVIDE: _divide, Opcode.REMAINDER: _remainder, Opcode.POWER: _power,
+    Opcode.MAXIMUM: np.maximum, Opcode.MINIMUM: np.minimum,  # both propagate NaN, as XLA
+    Opcode.AND: np.bitwise_and, Opcode.OR: np.bitwise_or, Opcode.XOR: np.bitwise_xor,
+    Opcode.ATAN2: lambda y, x: np.arctan2(_widen(y), _widen(x)),
+}  # fmt: skip
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], inst: Instruction,
+            ops: list[Value]) -> Value:
+    return fn(ops[0], ops[1])
+
+
+for _opcode, _fn2 in _BINARY.items():
+    handles(_opcode)(partial(_binary, _fn2))
+
+
+# ---- elementwise ternary ---------------------------------------------------------------------
+
+
+@handles(Opcode.SELECT)
+def _select(inst: Instruction, ops: list[Value]) -> Value:
+    return np.where(ops[0], ops[1], ops[2])
+
+
+@handles(Opcode.CLAMP)
+def _clamp(inst: Instruction, ops: list[Value]) -> Value:
+    low, x, high = ops
+    return np.minimum(high, np.maximum(x, low))  # NaN in any operand propagates, as in XLA
+
+
+# ---- data movement ---------------------------------------------------------------------------
+
+
+@handles(Opcode.BITCAST)
+def _bitcast(inst: Instruction, ops: list[Value]) -> Value:
+    raw = np.ascontiguousarray(ops[0]).tobytes()
+    return np.frombuffer(raw, dtype=_dtype(inst)).reshape(_dims(inst))
+
+
+@handles(Opcode.BROADCAST)
+def _broadcast(inst: Instruction, ops: list[Value]) -> Value:
+    x, mapping, dims = ops[0], _attrs(inst, Dimensions).dimensions, _dims(inst)
+    order = sorted(range(len(mapping)), key=lambda i: mapping[i])
+    shape = [1] * len(dims)
+    for i in order:
+        shape[mapping[i]] = x.shape[i]
+    return np.broadcast_to(np.transpose(x, order).reshape(shape), dims)
+
+
+@handles(Opcode.CONCATENATE)
+def _concatenate(inst: Instruction, ops: list[Value]) -> Value:
+    return np.concatenate(ops, axis=_attrs(inst, Dimensions).dimensions[0])
+
+
+@handles(Opcode.PAD)
+def _pad_handler(inst: Instruction, ops: list[Value]) -> Value:
+    return pad(ops[0], ops[1], _attrs(inst, PadAttrs).dims)
+
+
+def pad(x: np.ndarray, value: np.ndarray | float, dims: Sequence[PadDim]) -> np.ndarray:
+    """XLA's pad: ``interior`` values between elements, then ``low``/``high`` at the edges,
+    where a negative ``low``/``high`` crops instead."""
+    dilated = [n + max(n - 1, 0) * p.interior for n, p in zip(x.shape, dims, strict=True)]
+    lows = [max(p.low, 0) for p in dims]
+    full = [lo + n + max(p.high, 0) for lo, n, p in zip(lows, dilated, dims, strict=True)]
+    out = np.full(full, value, dtype=x.dtype)
+    spread = zip(lows, dilated, dims, strict=True)
+    out[tuple(slice(lo, lo + n, p.interior + 1) for lo, n, p in spread)] = x
+    crop = zip(full, dims, strict=True)
+    return out[tuple(slice(max(-p.low, 0), f - max(-p.high, 0)) for f, p in crop)]
+
+
+@handles(Opcode.RESHAPE)
+def _reshape(inst: Instruction, ops: list[Value]) -> Value:
+    return np.reshape(ops[0], _dims(inst))  # row-major
+
+
+@handles(Opcode.REVERSE)
+def _reverse(inst: Instruction, ops: list[Value]) -> Value:
+    dims = _attrs(inst, Dimensions).dimensions
+    return np.flip(ops[0], axis=tuple(dims)) if dims else ops[0]
+
+
+@handles(Opcode.SLICE)
+def _slice(inst: Instruction, ops: list[Value]) -> Value:
+    a = _attrs(inst, SliceAttrs)
+    return ops[0][tuple(slice(*s) for s in zip(a.starts, a.limits, a.strides, strict=True))]
+
+
+@handles(Opcode.TRANSPOSE)
+def _transpose(inst: Instruction, ops: list[Value]) -> Value:
+    return np.transpose(ops[0], _attrs(inst, Dimensions).dimensions)
+
+
+# ---- dot and convolution ---------------------------------------------------------------------
+
+
+@handles(Opcode.DOT)
+def _dot(inst: Instruction, ops: list[Value]) -> Value:
+    d: DotDims = _attrs(inst, DotDims)
+    lhs, rhs = _widen(ops[0]), _widen(ops[1])
+    lhs_free = [i for i in range(lhs.ndim) if i not in (*d.lhs_batch, *d.lhs_contracting)]
+    rhs_free = [i for i in range(rhs.ndim) if i not in (*d.rhs_batch, *d.rhs_contracting)]
+    sizes = [[lhs.shape[i] for i in dims] for dims in (d.lhs_batch, lhs_free, d.lhs_contracting)]
+    rhs_free_sizes = [rhs.shape[i] for i in rhs_free]
+    batch, m, k, n = (math.prod(s) for s in (*sizes, rhs_free_sizes))
+    lhs3 = np.transpose(lhs, [*d.lhs_batch, *lhs_free, *d.lhs_contracting]).reshape(batch, m, k)
+    rhs3 = np.transpose(rhs, [*d.rhs_batch, *d.rhs_contracting, *rhs_free]).reshape(batch, k, n)
+    return np.matmul(lhs3, rhs3).reshape(*sizes[0], *sizes[1], *rhs_free_sizes)
+
+
+def _window_slices(offsets: Sequence[int], window: Window,
+                   out_dims: Sequence[int]) -> tuple[slice, ...]:
+    """For one window offset, the strided slice of the padded base that every output reads."""
+    per_dim = zip(offsets, window.dims, out_dims, strict=True)
+    return tuple(slice(k * w.rhs_dilation, k * w.rhs_dilation + (o - 1) * w.stride + 1, w.stride)
+                 for k, w, o in per_dim)
+
+
+def _base_padding(window: Window) -> list[PadDim]:
+    return [PadDim(w.pad_low, w.pad_high, w.lhs_dilation - 1) for w in window.dims]
+
+
+@handles(Opcode.CONVOLUTION)
+def _convolution(inst: Instruction, ops: list[Value]) -> Value:
+    attrs: ConvAttrs = _attrs(inst, ConvAttrs)
+    d, window, groups = attrs.dims, attrs.window, attrs.feature_group_count
+    if attrs.batch_group_count != 1:
+        raise UnsupportedError(f"evaluate: {inst.name}: batch_group_count "
+                               f"{attrs.batch_group_count} is not supported")
+    out_spatial = [_dims(inst)[i] for i in d.output_spatial]
+    x = np.transpose(_widen(ops[0]), [d.input_batch, d.input_feature, *d.input_spatial])
+    w = np.transpose(_widen(ops[1]),
+                     [d.kernel_output_feature, d.kernel_input_feature, *d.kernel_spatial])
+    x = pad(x, 0, [PadDim(0, 0), PadDim(0, 0), *_base_padding(window)])
+    (batch, _), (out_features, in_per_group) = x.shape[:2], w.shape[:2]
+    points = math.prod(out_spatial)
+    kernel = w.reshape(groups, out_features // groups, in_per_group, *w.shape[2:])
+    acc = np.zeros((batch, groups, out_features // groups, points), dtype=x.dtype)
+    for offsets in np.ndindex(*w.shape[2:]) if points else ():
+        patch = x[(slice(None), slice(None), *_window_slices(offsets, window, out_spatial))]
+        patch = patch.reshape(batch, groups, in_per_group, points)
+        acc += np.matmul(kernel[(..., *offsets)], patch)
+    result = acc.reshape(batch, out_features, *out_spatial)
+    source = [0] * result.ndim  # result axis order is batch, feature, spatial...
+    for axis, dim in enumerate((d.output_batch, d.output_feature, *d.output_spatial)):
+        source[dim] = axis
+    return np.transpose(result, source)
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+_REDUCER_UFUNCS: dict[Opcode, np.ufunc] = {
+    Opcode.ADD: np.add, Opcode.MULTIPLY: np.multiply, Opcode.MAXIMUM: np.maximum,
+    Opcode.MINIMUM: np.minimum, Opcode.AND: np.bitwise_and, Opcode.OR: np.bitwise_or,
+}  # fmt: skip
+# Instructions a scalar computation may contain and still be evaluated on whole arrays at once.
+_VECTORIZABLE = ELEMENTWISE | {Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE,
+                               Opcode.GET_TUPLE_ELEMENT}
+
+
+def simple_reducer(comp: Computation) -> np.ufunc | None:
+    """The ufunc when ``comp`` is ``(a, b) -> op(a, b)`` for a commutative ``op``, else None."""
+    params, root = comp.parameters, comp.root
+    if len(params) != 2 or root.opcode not in _REDUCER_UFUNCS or len(comp.post_order()) != 3:
+        return None
+    if sorted(map(id, root.operands)) != sorted(map(id, params)):
+        return None
+    return _REDUCER_UFUNCS[root.opcode]
+
+
+def apply_elementwise(comp: Computation, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Apply the scalar computation ``comp`` at every index of equally shaped ``arrays``."""
+    shape = arrays[0].shape
+    if all(i.opcode in _VECTORIZABLE for i in comp.post_order()):
+        flat = [np.asarray(a).reshape(-1) for a in arrays]
+        out = _run(comp, flat, batched=True)
+        return [np.broadcast_to(o, flat[0].shape).reshape(shape) for o in _as_list(out)]
+    results: list[np.ndarray] | None = None
+    for index in np.ndindex(*shape):  # slow, general: one interpreter run per element
+        out = _as_list(_run(comp, [np.asarray(a[index]) for a in arrays], batched=False))
+        if results is None:
+            results = [np.empty(shape, dtype=o.dtype) for o in out]
+        for result, o in zip(results, out, strict=True):
+            result[index] = o
+    if results is None:  # no elements: the result types come from the computation
+        return [np.empty(shape, dtype=s.dtype.numpy) for s in _scalar_shapes(comp.root.shape)]
+    return results
+
+
+def _as_list(value: Value) -> list[np.ndarray]:
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+def _scalar_shapes(shape: AnyShape) -> list[Shape]:
+    return [s for s in shape.elements if isinstance(s, Shape)] \
+        if isinstance(shape, TupleShape) else [shape]
+
+
+def _split_variadic(ops: list[Value]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    half = len(ops) // 2
+    return ops[:half], ops[half:]
+
+
+@handles(Opcode.REDUCE)
+def _reduce(inst: Instruction, ops: list[Value]) -> Value:
+    xs, inits = _split_variadic(ops)
+    dims, comp = tuple(_attrs(inst, Dimensions).dimensions), inst.called[0]
+    ufunc = simple_reducer(comp) if len(xs) == 1 else None
+    if ufunc is not None:
+        x = _widen(xs[0])
+        return ufunc.reduce(x, axis=dims, dtype=x.dtype, initial=inits[0].astype(x.dtype)[()])
+    results = _reduce_generic(comp, xs, inits, dims)
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _reduce_generic(comp: Computation, xs: list[np.ndarray], inits: list[np.ndarray],
+                    dims: tuple[int, ...]) -> list[np.ndarray]:
+    """Reduce by halving: each round combines the two halves of the reduced axis at once."""
+    kept = [d for d in range(xs[0].ndim) if d not in dims]
+    kept_dims = [xs[0].shape[d] for d in kept]
+    rows, count = math.prod(kept_dims), math.prod(xs[0].shape[d] for d in dims)
+    cols = [np.transpose(x, [*kept, *dims]).reshape(rows, count) for x in xs]
+    while count > 1:
+        half = count // 2
+        pairs = apply_elementwise(comp, [c[:, :half] for c in cols] +
+                                  [c[:, half:2 * half] for c in cols])
+        rest = [c[:, 2 * half:] for c in cols]
+        cols = [np.concatenate([p, r], axis=1) for p, r in zip(pairs, rest, strict=True)]
+        count = cols[0].shape[1]
+    acc = [np.broadcast_to(init, (rows,)) for init in inits]
+    if count == 1:
+        acc = apply_elementwise(comp, acc + [c[:, 0] for c in cols])
+    return [a.reshape(kept_dims) for a in acc]
+
+
+@handles(Opcode.REDUCE_WINDOW)
+def _reduce_window(inst: Instruction, ops: list[Value]) -> Value:
+    xs, inits = _split_variadic(ops)
+    window, comp = _attrs(inst, ReduceWindowAttrs).window, inst.called[0]
+    out_dims = _scalar_shapes(inst.shape)[0].dims
+    ufunc = simple_reducer(comp) if len(xs) == 1 else None
+    padding = _base_padding(window)
+    padded = [pad(x, init, padding) for x, init in zip(xs, inits, strict=True)]
+    acc = [np.broadcast_to(init, out_dims) for init in inits]
+    if ufunc is not None:  # a generic reducer takes its declared types, unwidened
+        padded, acc = [_widen(padded[0])], [_widen(acc[0])]
+    for offsets in np.ndindex(*[w.size for w in window.dims]) if math.prod(out_dims) else ():
+        values = [p[_window_slices(offsets, window, out_dims)] for p in padded]
+        acc = [ufunc(acc[0], values[0])] if ufunc else apply_elementwise(comp, acc + values)
+    return acc[0] if len(acc) == 1 else tuple(acc)
+
+
+# ---- structure -------------------------------------------------------------------------------
+
+
+@handles(Opcode.FUSION)
+def _fusion(inst: Instruction, ops: list[Value]) -> Value:
+    return _run(inst.called[0], ops, batched=False)
+
+
+@handles(Opcode.TUPLE)
+def _tuple(inst: Instruction, ops: list[Value]) -> Value:
+    return tuple(ops)
+
+
+@handles(Opcode.GET_TUPLE_ELEMENT)
+def _get_tuple_element(inst: Instruction, ops: list[Value]) -> Value:
+    return ops[0][_attrs(inst, TupleIndex).index]
+
+
+def _check_complete() -> None:
+    missing = [op.value for op in Opcode if op not in _HANDLERS and op is not Opcode.PARAMETER]
+    assert not missing, f"no evaluator for {missing}"
+
+
+_check_complete()

@@ -1,0 +1,140 @@
+"""Element types and shapes, spelled as XLA spells them (``f32[2,3]{1,0}``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+import numpy as np
+
+from aotc.errors import UnsupportedError
+
+
+class PrimitiveType(Enum):
+    """XLA element types; the value is the spelling in HLO text."""
+
+    PRED = "pred"
+    S8 = "s8"
+    S16 = "s16"
+    S32 = "s32"
+    S64 = "s64"
+    U8 = "u8"
+    U16 = "u16"
+    U32 = "u32"
+    U64 = "u64"
+    F16 = "f16"
+    F32 = "f32"
+    F64 = "f64"
+
+    @property
+    def numpy(self) -> np.dtype:
+        return _TO_NUMPY[self]
+
+    @property
+    def byte_size(self) -> int:
+        return self.numpy.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self in (PrimitiveType.F16, PrimitiveType.F32, PrimitiveType.F64)
+
+    @property
+    def is_signed_int(self) -> bool:
+        return self in (PrimitiveType.S8, PrimitiveType.S16, PrimitiveType.S32, PrimitiveType.S64)
+
+    @property
+    def is_unsigned_int(self) -> bool:
+        return self in (PrimitiveType.U8, PrimitiveType.U16, PrimitiveType.U32, PrimitiveType.U64)
+
+    @property
+    def is_integral(self) -> bool:
+        return self.is_signed_int or self.is_unsigned_int
+
+    @classmethod
+    def from_numpy(cls, dtype: np.dtype | type) -> PrimitiveType:
+        dt = np.dtype(dtype)
+        for ptype, np_dtype in _TO_NUMPY.items():
+            if np_dtype == dt:
+                return ptype
+        raise UnsupportedError(f"dtype {dt} is not supported; aotc supports {supported_dtypes()}")
+
+    @classmethod
+    def parse(cls, text: str) -> PrimitiveType:
+        return cls(text)
+
+
+_TO_NUMPY: dict[PrimitiveType, np.dtype] = {
+    PrimitiveType.PRED: np.dtype(np.bool_),
+    PrimitiveType.S8: np.dtype(np.int8),
+    PrimitiveType.S16: np.dtype(np.int16),
+    PrimitiveType.S32: np.dtype(np.int32),
+    PrimitiveType.S64: np.dtype(np.int64),
+    PrimitiveType.U8: np.dtype(np.uint8),
+    PrimitiveType.U16: np.dtype(np.uint16),
+    PrimitiveType.U32: np.dtype(np.uint32),
+    PrimitiveType.U64: np.dtype(np.uint64),
+    PrimitiveType.F16: np.dtype(np.float16),
+    PrimitiveType.F32: np.dtype(np.float32),
+    PrimitiveType.F64: np.dtype(np.float64),
+}
+
+
+def supported_dtypes() -> str:
+    return ", ".join(str(dt) for dt in _TO_NUMPY.values())
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An array shape: element type and static dimensions, row-major."""
+
+    dtype: PrimitiveType
+    dims: tuple[int, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def byte_size(self) -> int:
+        return self.size * self.dtype.byte_size
+
+    def with_dims(self, dims: tuple[int, ...]) -> Shape:
+        return Shape(self.dtype, tuple(dims))
+
+    def with_dtype(self, dtype: PrimitiveType) -> Shape:
+        return Shape(dtype, self.dims)
+
+    def __str__(self) -> str:
+        return f"{self.dtype.value}[{','.join(map(str, self.dims))}]"
+
+    def with_layout(self) -> str:
+        """XLA's spelling with the row-major layout, e.g. ``f32[2,3]{1,0}``."""
+        if not self.dims:
+            return str(self)
+        return f"{self}{{{','.join(map(str, reversed(range(self.rank))))}}}"
+
+
+@dataclass(frozen=True)
+class TupleShape:
+    """A tuple of shapes, as produced by ``tuple`` and consumed by ``get-tuple-element``."""
+
+    elements: tuple[AnyShape, ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(e) for e in self.elements) + ")"
+
+    def with_layout(self) -> str:
+        return "(" + ", ".join(e.with_layout() for e in self.elements) + ")"
+
+
+AnyShape = Union[Shape, TupleShape]
+
+
+def scalar(dtype: PrimitiveType) -> Shape:
+    return Shape(dtype, ())

@@ -1,0 +1,500 @@
+"""Result-shape inference per opcode family, following XLA's ``ShapeInference``.
+
+Shared by the builder (which infers the shape of what it creates) and the verifier (which
+re-infers every instruction's shape and compares). Every function raises ``ShapeError`` with a
+message that says what does not fit; callers add where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from aotc.errors import ShapeError
+from aotc.hlo.ir import (
+    BINARY_ELEMENTWISE,
+    UNARY_ELEMENTWISE,
+    CompareAttrs,
+    ConvAttrs,
+    Dimensions,
+    DotDims,
+    FusionAttrs,
+    Instruction,
+    IotaAttrs,
+    Opcode,
+    PadAttrs,
+    PadDim,
+    ReduceWindowAttrs,
+    SliceAttrs,
+    TupleIndex,
+    Window,
+)
+from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
+
+LOGICAL = frozenset({Opcode.AND, Opcode.OR, Opcode.XOR, Opcode.NOT})
+# Unary ops XLA defines for floating-point element types only.
+FLOAT_UNARY = frozenset({
+    Opcode.CEIL, Opcode.COSINE, Opcode.ERF, Opcode.EXP, Opcode.EXPM1, Opcode.FLOOR,
+    Opcode.IS_FINITE, Opcode.LOG, Opcode.LOG1P, Opcode.LOGISTIC, Opcode.ROUND_AFZ,
+    Opcode.ROUND_EVEN, Opcode.RSQRT, Opcode.SINE, Opcode.SQRT, Opcode.TANH,
+})  # fmt: skip
+# Binary ops XLA rejects for pred (add, multiply, maximum, minimum act as or / and).
+NOT_FOR_PRED = frozenset({
+    Opcode.ATAN2, Opcode.DIVIDE, Opcode.POWER, Opcode.REMAINDER, Opcode.SUBTRACT,
+})  # fmt: skip
+
+
+def check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ShapeError(message)
+
+
+def array(shape: AnyShape, what: str) -> Shape:
+    """``shape`` as an array shape, or a ShapeError naming ``what`` wanted one."""
+    if not isinstance(shape, Shape):
+        raise ShapeError(f"{what} must be an array, got the tuple {shape}")
+    return shape
+
+
+def _check_same(opcode: Opcode, a: Shape, b: Shape) -> None:
+    check(a == b, f"{opcode.value} operands differ: {a} vs {b}")
+
+
+def _check_dims_in_range(dims: Sequence[int], rank: int, what: str) -> None:
+    check(all(0 <= d < rank for d in dims), f"{what} {list(dims)} out of range for rank {rank}")
+    check(len(set(dims)) == len(dims), f"{what} {list(dims)} repeat a dimension")
+
+
+# ---- elementwise -----------------------------------------------------------------------------
+
+
+def infer_unary_shape(opcode: Opcode, x: Shape) -> Shape:
+    check(opcode in UNARY_ELEMENTWISE and opcode is not Opcode.CONVERT,
+          f"{opcode.value} is not a unary elementwise op")
+    if opcode in FLOAT_UNARY:
+        check(x.dtype.is_float, f"{opcode.value} needs a floating-point operand, got {x}")
+    if opcode is Opcode.NOT:
+        check(not x.dtype.is_float, f"not needs integers or pred, got {x}")
+    if opcode is Opcode.IS_FINITE:
+        return x.with_dtype(PrimitiveType.PRED)
+    return x
+
+
+def infer_convert_shape(x: Shape, dtype: PrimitiveType) -> Shape:
+    return x.with_dtype(dtype)
+
+
+def infer_binary_shape(opcode: Opcode, a: Shape, b: Shape) -> Shape:
+    check(opcode in BINARY_ELEMENTWISE and opcode is not Opcode.COMPARE,
+          f"{opcode.value} is not a binary elementwise op")
+    _check_same(opcode, a, b)
+    if opcode in LOGICAL:
+        check(not a.dtype.is_float, f"{opcode.value} needs integers or pred")
+    if opcode in NOT_FOR_PRED:
+        check(a.dtype is not PrimitiveType.PRED, f"{opcode.value} is not defined for pred")
+    if opcode is Opcode.ATAN2:
+        check(a.dtype.is_float, f"atan2 needs floating-point operands, got {a}")
+    return a
+
+
+def infer_compare_shape(a: Shape, b: Shape) -> Shape:
+    _check_same(Opcode.COMPARE, a, b)
+    return a.with_dtype(PrimitiveType.PRED)
+
+
+def infer_select_shape(pred: Shape, on_true: Shape, on_false: Shape) -> Shape:
+    _check_same(Opcode.SELECT, on_true, on_false)
+    check(pred == on_true.with_dtype(PrimitiveType.PRED),
+          f"select predicate {pred} does not match {on_true}")
+    return on_true
+
+
+def infer_clamp_shape(low: Shape, x: Shape, high: Shape) -> Shape:
+    """XLA allows scalar bounds: ``clamp(f32[] lo, f32[4] x, f32[] hi)``."""
+    for bound in (low, high):
+        check(bound == x or bound == Shape(x.dtype),
+              f"clamp bound {bound} must be {x} or a {x.dtype.value}[] scalar")
+    return x
+
+
+# ---- data movement ---------------------------------------------------------------------------
+
+
+def infer_broadcast_shape(x: Shape, dims: Sequence[int], dimensions: Sequence[int]) -> Shape:
+    check(len(dimensions) == x.rank, f"broadcast of {x} needs {x.rank} dimensions")
+    check(len(set(dimensions)) == len(dimensions), f"broadcast dims {list(dimensions)} repeat")
+    for operand_dim, out_dim in enumerate(dimensions):
+        check(0 <= out_dim < len(dims) and dims[out_dim] == x.dims[operand_dim],
+              f"broadcast of {x} to {list(dims)} via {list(dimensions)} is invalid")
+    return x.with_dims(tuple(dims))
+
+
+def infer_reshape_shape(x: Shape, dims: Sequence[int]) -> Shape:
+    out = x.with_dims(tuple(dims))
+    check(out.size == x.size and all(d >= 0 for d in dims), f"cannot reshape {x} to {list(dims)}")
+    return out
+
+
+def infer_bitcast_shape(x: Shape, result: Shape) -> Shape:
+    """Row-major layouts make a bitcast a reshape that may also reinterpret the element type."""
+    check(x.byte_size == result.byte_size,
+          f"bitcast of {x} ({x.byte_size} bytes) to {result} ({result.byte_size} bytes)")
+    return result
+
+
+def infer_transpose_shape(x: Shape, permutation: Sequence[int]) -> Shape:
+    check(sorted(permutation) == list(range(x.rank)),
+          f"{list(permutation)} is not a permutation of {x}'s dimensions")
+    return x.with_dims(tuple(x.dims[p] for p in permutation))
+
+
+def infer_reverse_shape(x: Shape, dimensions: Sequence[int]) -> Shape:
+    _check_dims_in_range(dimensions, x.rank, "reverse dimensions")
+    return x
+
+
+def infer_slice_shape(x: Shape, starts: Sequence[int], limits: Sequence[int],
+                      strides: Sequence[int]) -> Shape:
+    check(len(starts) == len(limits) == len(strides) == x.rank, f"slice rank of {x}")
+    for s, lim, st, n in zip(starts, limits, strides, x.dims, strict=True):
+        check(0 <= s <= lim <= n and st > 0, f"slice [{s}:{lim}:{st}] out of range of {n}")
+    spans = zip(starts, limits, strides, strict=True)
+    dims = tuple((lim - s + st - 1) // st for s, lim, st in spans)
+    return x.with_dims(dims)
+
+
+def infer_concatenate_shape(xs: Sequence[Shape], dimension: int) -> Shape:
+    check(len(xs) >= 1, "concatenate needs at least one operand")
+    first = xs[0]
+    check(0 <= dimension < first.rank, f"concatenate dimension {dimension} out of range of {first}")
+    for other in xs[1:]:
+        same = other.dtype == first.dtype and other.rank == first.rank and all(
+            other.dims[d] == n for d, n in enumerate(first.dims) if d != dimension)
+        check(same, f"cannot concatenate {first} and {other} along {dimension}")
+    dims = list(first.dims)
+    dims[dimension] = sum(x.dims[dimension] for x in xs)
+    return first.with_dims(tuple(dims))
+
+
+def infer_pad_shape(x: Shape, value: Shape, dims: Sequence[PadDim]) -> Shape:
+    check(len(dims) == x.rank and value == Shape(x.dtype),
+          f"pad of {x} needs {x.rank} dims and a {x.dtype.value}[] value")
+    check(all(p.interior >= 0 for p in dims), f"pad of {x}: interior padding must be >= 0")
+    pairs = zip(dims, x.dims, strict=True)
+    out = tuple(p.low + p.high + n + max(n - 1, 0) * p.interior for p, n in pairs)
+    check(all(d >= 0 for d in out), f"pad of {x} gives negative dimensions {out}")
+    return x.with_dims(out)
+
+
+def infer_iota_shape(shape: Shape, dimension: int) -> Shape:
+    check(0 <= dimension < shape.rank, f"iota dimension {dimension} out of range for {shape}")
+    return shape
+
+
+# ---- contractions and reductions -------------------------------------------------------------
+
+
+def infer_dot_shape(lhs: Shape, rhs: Shape, dims: DotDims) -> Shape:
+    """XLA's dot result: batch dims, then lhs free dims, then rhs free dims."""
+    check(lhs.dtype == rhs.dtype, f"dot of {lhs} and {rhs}: element types differ")
+    check(len(dims.lhs_batch) == len(dims.rhs_batch)
+          and len(dims.lhs_contracting) == len(dims.rhs_contracting), f"dot dims {dims}")
+    _check_dims_in_range((*dims.lhs_batch, *dims.lhs_contracting), lhs.rank, "dot lhs dims")
+    _check_dims_in_range((*dims.rhs_batch, *dims.rhs_contracting), rhs.rank, "dot rhs dims")
+    for a, b in [*zip(dims.lhs_batch, dims.rhs_batch, strict=True),
+                 *zip(dims.lhs_contracting, dims.rhs_contracting, strict=True)]:
+        check(lhs.dims[a] == rhs.dims[b],
+              f"dot of {lhs} and {rhs}: dimension {a} does not match {b}")
+    batch = [lhs.dims[d] for d in dims.lhs_batch]
+    lhs_free = [n for d, n in enumerate(lhs.dims)
+                if d not in dims.lhs_batch and d not in dims.lhs_contracting]
+    rhs_free = [n for d, n in enumerate(rhs.dims)
+                if d not in dims.rhs_batch and d not in dims.rhs_contracting]
+    return lhs.with_dims(tuple(batch + lhs_free + rhs_free))
+
+
+def _check_variadic(opcode: Opcode, operands: Sequence[Shape], inits: Sequence[Shape]) -> None:
+    check(len(operands) == len(inits) >= 1, f"{opcode.value} needs one init value per operand")
+    for x, init in zip(operands, inits, strict=True):
+        check(x.dims == operands[0].dims, f"{opcode.value} operands {x} and {operands[0]} differ")
+        check(init == Shape(x.dtype), f"{opcode.value} init of {x} must be a scalar, got {init}")
+
+
+def _variadic_result(shapes: Sequence[Shape]) -> Shape | TupleShape:
+    return shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+
+
+def infer_reduce_shape(operands: Sequence[Shape], inits: Sequence[Shape],
+                       dimensions: Sequence[int]) -> Shape | TupleShape:
+    _check_variadic(Opcode.REDUCE, operands, inits)
+    _check_dims_in_range(dimensions, operands[0].rank, "reduce dimensions")
+    kept = tuple(n for d, n in enumerate(operands[0].dims) if d not in dimensions)
+    return _variadic_result([x.with_dims(kept) for x in operands])
+
+
+def window_output_size(n: int, wd: int, size: int, stride: int, pad_low: int, pad_high: int,
+                       lhs_dilation: int, rhs_dilation: int) -> int:
+    """Valid window placements along one dimension (``wd`` names it in messages)."""
+    check(size > 0 and stride > 0 and lhs_dilation > 0 and rhs_dilation > 0,
+          f"window dimension {wd}: size, stride and dilations must be positive")
+    padded = pad_low + pad_high + (max(n - 1, 0) * lhs_dilation + 1 if n else 0)
+    span = (size - 1) * rhs_dilation + 1
+    return 0 if padded < span else (padded - span) // stride + 1
+
+
+def _window_dims(dims: Sequence[int], window: Window) -> tuple[int, ...]:
+    check(len(window.dims) == len(dims), f"window of rank {len(window.dims)} for {list(dims)}")
+    return tuple(
+        window_output_size(n, i, w.size, w.stride, w.pad_low, w.pad_high, w.lhs_dilation,
+                           w.rhs_dilation)
+        for i, (n, w) in enumerate(zip(dims, window.dims, strict=True)))
+
+
+def infer_reduce_window_shape(operands: Sequence[Shape], inits: Sequence[Shape],
+                              window: Window) -> Shape | TupleShape:
+    _check_variadic(Opcode.REDUCE_WINDOW, operands, inits)
+    out = _window_dims(operands[0].dims, window)
+    return _variadic_result([x.with_dims(out) for x in operands])
+
+
+def infer_convolution_shape(lhs: Shape, rhs: Shape, attrs: ConvAttrs) -> Shape:
+    d, n = attrs.dims, len(attrs.window.dims)
+    check(lhs.dtype == rhs.dtype, f"convolution of {lhs} and {rhs}: element types differ")
+    check(lhs.rank == rhs.rank == n + 2, f"convolution of {lhs} and {rhs} with a {n}-d window")
+    for labels, rank, what in [
+        ((d.input_batch, d.input_feature, *d.input_spatial), lhs.rank, "input"),
+        ((d.kernel_input_feature, d.kernel_output_feature, *d.kernel_spatial), rhs.rank, "kernel"),
+        ((d.output_batch, d.output_feature, *d.output_spatial), n + 2, "output"),
+    ]:
+        check(sorted(labels) == list(range(rank)), f"convolution {what} dims {labels} invalid")
+    groups, batch_groups = attrs.feature_group_count, attrs.batch_group_count
+    in_features, out_features = lhs.dims[d.input_feature], rhs.dims[d.kernel_output_feature]
+    check(groups >= 1 and batch_groups >= 1, "convolution group counts must be >= 1")
+    check(in_features == rhs.dims[d.kernel_input_feature] * groups,
+          f"convolution input features {in_features} != kernel input features "
+          f"{rhs.dims[d.kernel_input_feature]} * feature_group_count {groups}")
+    check(out_features % (groups * batch_groups) == 0,
+          f"convolution output features {out_features} not divisible by the group counts")
+    check(lhs.dims[d.input_batch] % batch_groups == 0,
+          f"convolution batch {lhs.dims[d.input_batch]} not divisible by {batch_groups}")
+    sizes = [rhs.dims[k] for k in d.kernel_spatial]
+    check(sizes == [w.size for w in attrs.window.dims],
+          f"convolution window sizes do not match kernel spatial dims {sizes}")
+    spatial = _window_dims([lhs.dims[s] for s in d.input_spatial], attrs.window)
+    out = [0] * (n + 2)
+    out[d.output_batch] = lhs.dims[d.input_batch] // batch_groups
+    out[d.output_feature] = out_features
+    for dim, size in zip(d.output_spatial, spatial, strict=True):
+        out[dim] = size
+    return lhs.with_dims(tuple(out))
+
+
+# ---- tuples ----------------------------------------------------------------------------------
+
+
+def infer_tuple_shape(xs: Sequence[AnyShape]) -> TupleShape:
+    return TupleShape(tuple(xs))
+
+
+def infer_get_tuple_element_shape(t: AnyShape, index: int) -> AnyShape:
+    if not isinstance(t, TupleShape):
+        raise ShapeError(f"get-tuple-element of the array {t}")
+    check(0 <= index < len(t.elements), f"tuple index {index} out of range of {t}")
+    return t.elements[index]
+
+
+# ---- per instruction: the verifier's entry point ---------------------------------------------
+
+_A = TypeVar("_A")
+_InstRule = Callable[[Instruction], AnyShape]
+_INSTRUCTION_RULES: dict[Opcode, _InstRule] = {}
+
+
+def _rule(*opcodes: Opcode) -> Callable[[_InstRule], _InstRule]:
+    def register(fn: _InstRule) -> _InstRule:
+        for opcode in opcodes:
+            if opcode in _INSTRUCTION_RULES:
+                raise ValueError(f"shape rule for {opcode.value} registered twice")
+            _INSTRUCTION_RULES[opcode] = fn
+        return fn
+
+    return register
+
+
+def infer_instruction_shape(inst: Instruction) -> AnyShape:
+    """Re-infer ``inst``'s shape from its operands, attributes and called computations.
+
+    Opcodes whose result dims are not implied by the operands (reshape, broadcast, iota,
+    bitcast, convert's element type) take them from ``inst.shape`` and check they fit.
+    Assumes operand counts and attribute types were checked already.
+    """
+    return _INSTRUCTION_RULES[inst.opcode](inst)
+
+
+def _operand(inst: Instruction, i: int) -> Shape:
+    return array(inst.operands[i].shape, f"{inst.opcode.value} operand {i}")
+
+
+def _operands(inst: Instruction) -> list[Shape]:
+    return [_operand(inst, i) for i in range(len(inst.operands))]
+
+
+def _attrs(inst: Instruction, kind: type[_A]) -> _A:
+    if not isinstance(inst.attrs, kind):
+        raise ShapeError(f"{inst.opcode.value} needs {kind.__name__} attrs, got {inst.attrs!r}")
+    return inst.attrs
+
+
+@_rule(Opcode.PARAMETER)
+def _parameter_rule(inst: Instruction) -> AnyShape:
+    return inst.shape
+
+
+@_rule(Opcode.CONSTANT)
+def _constant_rule(inst: Instruction) -> AnyShape:
+    if inst.literal is None:
+        raise ShapeError("constant has no literal")
+    return Shape(PrimitiveType.from_numpy(inst.literal.dtype), tuple(inst.literal.shape))
+
+
+@_rule(Opcode.IOTA)
+def _iota_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, IotaAttrs)
+    return infer_iota_shape(array(inst.shape, "iota result"), attrs.iota_dimension)
+
+
+@_rule(*(UNARY_ELEMENTWISE - {Opcode.CONVERT}))
+def _unary_rule(inst: Instruction) -> AnyShape:
+    return infer_unary_shape(inst.opcode, _operand(inst, 0))
+
+
+@_rule(Opcode.CONVERT)
+def _convert_rule(inst: Instruction) -> AnyShape:
+    return infer_convert_shape(_operand(inst, 0), array(inst.shape, "convert result").dtype)
+
+
+@_rule(*(BINARY_ELEMENTWISE - {Opcode.COMPARE}))
+def _binary_rule(inst: Instruction) -> AnyShape:
+    return infer_binary_shape(inst.opcode, *_operands(inst))
+
+
+@_rule(Opcode.COMPARE)
+def _compare_rule(inst: Instruction) -> AnyShape:
+    _attrs(inst, CompareAttrs)
+    return infer_compare_shape(*_operands(inst))
+
+
+@_rule(Opcode.SELECT)
+def _select_rule(inst: Instruction) -> AnyShape:
+    return infer_select_shape(*_operands(inst))
+
+
+@_rule(Opcode.CLAMP)
+def _clamp_rule(inst: Instruction) -> AnyShape:
+    return infer_clamp_shape(*_operands(inst))
+
+
+@_rule(Opcode.BROADCAST)
+def _broadcast_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, Dimensions)
+    result = array(inst.shape, "broadcast result")
+    check(result.dtype == _operand(inst, 0).dtype, "broadcast changes the element type")
+    return infer_broadcast_shape(_operand(inst, 0), result.dims, attrs.dimensions)
+
+
+@_rule(Opcode.RESHAPE)
+def _reshape_rule(inst: Instruction) -> AnyShape:
+    return infer_reshape_shape(_operand(inst, 0), array(inst.shape, "reshape result").dims)
+
+
+@_rule(Opcode.BITCAST)
+def _bitcast_rule(inst: Instruction) -> AnyShape:
+    return infer_bitcast_shape(_operand(inst, 0), array(inst.shape, "bitcast result"))
+
+
+@_rule(Opcode.TRANSPOSE)
+def _transpose_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, Dimensions)
+    return infer_transpose_shape(_operand(inst, 0), attrs.dimensions)
+
+
+@_rule(Opcode.REVERSE)
+def _reverse_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, Dimensions)
+    return infer_reverse_shape(_operand(inst, 0), attrs.dimensions)
+
+
+@_rule(Opcode.SLICE)
+def _slice_rule(inst: Instruction) -> AnyShape:
+    a = _attrs(inst, SliceAttrs)
+    return infer_slice_shape(_operand(inst, 0), a.starts, a.limits, a.strides)
+
+
+@_rule(Opcode.CONCATENATE)
+def _concatenate_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, Dimensions)
+    check(len(attrs.dimensions) == 1, "concatenate takes exactly one dimension")
+    return infer_concatenate_shape(_operands(inst), attrs.dimensions[0])
+
+
+@_rule(Opcode.PAD)
+def _pad_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, PadAttrs)
+    return infer_pad_shape(_operand(inst, 0), _operand(inst, 1), attrs.dims)
+
+
+@_rule(Opcode.DOT)
+def _dot_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, DotDims)
+    return infer_dot_shape(_operand(inst, 0), _operand(inst, 1), attrs)
+
+
+@_rule(Opcode.CONVOLUTION)
+def _convolution_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, ConvAttrs)
+    return infer_convolution_shape(_operand(inst, 0), _operand(inst, 1), attrs)
+
+
+def _split_variadic(inst: Instruction) -> tuple[list[Shape], list[Shape]]:
+    shapes = _operands(inst)
+    check(len(shapes) % 2 == 0, f"{inst.opcode.value} needs N operands and N init values")
+    half = len(shapes) // 2
+    return shapes[:half], shapes[half:]
+
+
+@_rule(Opcode.REDUCE)
+def _reduce_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, Dimensions)
+    return infer_reduce_shape(*_split_variadic(inst), attrs.dimensions)
+
+
+@_rule(Opcode.REDUCE_WINDOW)
+def _reduce_window_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, ReduceWindowAttrs)
+    return infer_reduce_window_shape(*_split_variadic(inst), attrs.window)
+
+
+@_rule(Opcode.FUSION)
+def _fusion_rule(inst: Instruction) -> AnyShape:
+    _attrs(inst, FusionAttrs)
+    check(len(inst.called) == 1, "fusion must call exactly one computation")
+    return inst.called[0].root.shape
+
+
+@_rule(Opcode.TUPLE)
+def _tuple_rule(inst: Instruction) -> AnyShape:
+    return infer_tuple_shape([o.shape for o in inst.operands])
+
+
+@_rule(Opcode.GET_TUPLE_ELEMENT)
+def _get_tuple_element_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, TupleIndex)
+    return infer_get_tuple_element_shape(inst.operands[0].shape, attrs.index)
+
+
+def _check_complete() -> None:
+    missing = [op.value for op in Opcode if op not in _INSTRUCTION_RULES]
+    assert not missing, f"no shape rule for {missing}"
+
+
+_check_complete()

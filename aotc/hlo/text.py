@@ -1,0 +1,877 @@
+"""Printer and parser for XLA's HLO text format.
+
+The printer writes what modern XLA writes: no ``%`` sigils, no operand shapes, row-major
+layouts, attributes spelled and ordered as XLA spells and orders them. The parser reads that
+back, and also what XLA, JAX and TensorFlow dump: ``%`` sigils, operand shapes, tiled layouts,
+computation signatures, comments, and attributes aotc has no use for (``metadata``,
+``sharding``, ``backend_config``, ...), which it skips. Result shapes are taken from the text
+as written; checking them is the verifier's job.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+
+from aotc.errors import HloError
+from aotc.hlo.ir import (
+    Attrs,
+    CompareAttrs,
+    ComparisonDirection,
+    Computation,
+    ConvAttrs,
+    ConvDims,
+    Dimensions,
+    DotDims,
+    FusionAttrs,
+    Instruction,
+    IotaAttrs,
+    Module,
+    Opcode,
+    PadAttrs,
+    PadDim,
+    ParameterAttrs,
+    ReduceWindowAttrs,
+    SliceAttrs,
+    TupleIndex,
+    Window,
+    WindowDim,
+    parameter_number,
+)
+from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
+
+T = TypeVar("T")
+
+#: With ``print_large_constants=False``, constants with more elements print as ``{...}``.
+ELIDE_ABOVE = 8
+
+#: The attribute that names an opcode's called computation.
+CALLED_ATTR: dict[Opcode, str] = {
+    Opcode.REDUCE: "to_apply",
+    Opcode.REDUCE_WINDOW: "to_apply",
+    Opcode.FUSION: "calls",
+}
+
+
+# ==== printing ================================================================================
+
+
+@dataclass(frozen=True)
+class _Style:
+    large_constants: bool = True
+    operand_shapes: bool = False
+
+    @property
+    def sigil(self) -> str:
+        return "%" if self.operand_shapes else ""
+
+
+def print_module(module: Module, *, print_large_constants: bool = True,
+                 operand_shapes: bool = False) -> str:
+    """The module in XLA's text format; ``operand_shapes`` selects XLA's older, verbose style."""
+    style = _Style(print_large_constants, operand_shapes)
+    layout = entry_computation_layout(module.entry)
+    header = f"HloModule {module.name}, entry_computation_layout={{{layout}}}"
+    bodies = [_computation_text(c, style, c is module.entry) for c in _module_order(module)]
+    return "\n\n".join([header, *bodies]) + "\n"
+
+
+def print_computation(comp: Computation, *, print_large_constants: bool = True,
+                      operand_shapes: bool = False, is_entry: bool = False) -> str:
+    """One computation block, ``name {`` to ``}``, without a trailing newline."""
+    return _computation_text(comp, _Style(print_large_constants, operand_shapes), is_entry)
+
+
+def print_instruction(inst: Instruction, *, operand_shapes: bool = False) -> str:
+    """One instruction line (without ``ROOT`` and indentation), for error messages and logs."""
+    return _instruction_text(inst, _Style(False, operand_shapes), is_root=False)
+
+
+def entry_computation_layout(entry: Computation) -> str:
+    """XLA's ``(param, ...)->result`` with row-major layouts."""
+    params = ",".join(p.shape.with_layout() for p in entry.parameters)
+    return f"({params})->{entry.root.shape.with_layout()}"
+
+
+def _module_order(module: Module) -> list[Computation]:
+    # Callees the module's list forgot still get printed, so that the text parses back.
+    listed = [c for c in module.computations if c is not module.entry]
+    known = {id(c) for c in listed}
+    extra = [c for c in module.called_computations() if id(c) not in known]
+    return [*listed, *extra, module.entry]
+
+
+def _computation_text(comp: Computation, style: _Style, is_entry: bool) -> str:
+    head = ("ENTRY " if is_entry else "") + style.sigil + comp.name
+    if style.operand_shapes:
+        head += " " + _signature(comp)
+    lines = [f"{head} {{"]
+    lines += ["  " + _instruction_text(i, style, i is comp.root) for i in _print_order(comp)]
+    return "\n".join([*lines, "}"])
+
+
+def _signature(comp: Computation) -> str:
+    params = ", ".join(f"{p.name}: {p.shape}" for p in comp.parameters)
+    return f"({params}) -> {comp.root.shape}"
+
+
+def _print_order(comp: Computation) -> list[Instruction]:
+    """The instruction list, moved only as far as needed to define operands before use."""
+    seen: set[int] = set()
+    order: list[Instruction] = []
+    for start in [*comp.instructions, comp.root]:
+        if id(start) in seen:
+            continue
+        seen.add(id(start))
+        stack = [(start, iter(start.operands))]
+        while stack:  # iterative: real graphs are deeper than Python's recursion limit
+            inst, operands = stack[-1]
+            nxt = next((o for o in operands if id(o) not in seen), None)
+            if nxt is None:
+                order.append(stack.pop()[0])
+            else:
+                seen.add(id(nxt))
+                stack.append((nxt, iter(nxt.operands)))
+    return order
+
+
+def _instruction_text(inst: Instruction, style: _Style, is_root: bool) -> str:
+    root = "ROOT " if is_root else ""
+    operands = _OPERAND_PRINTERS.get(inst.opcode, _operand_names)(inst, style)
+    attrs = "".join(", " + a for a in _attribute_texts(inst, style))
+    return (f"{root}{style.sigil}{inst.name} = {inst.shape.with_layout()} "
+            f"{inst.opcode.value}({operands}){attrs}")
+
+
+def _operand_names(inst: Instruction, style: _Style) -> str:
+    if style.operand_shapes:
+        return ", ".join(f"{o.shape.with_layout()} %{o.name}" for o in inst.operands)
+    return ", ".join(o.name for o in inst.operands)
+
+
+def _parameter_operand(inst: Instruction, style: _Style) -> str:
+    return str(parameter_number(inst))
+
+
+def _constant_operand(inst: Instruction, style: _Style) -> str:
+    if inst.literal is None:
+        raise HloError(f"constant {inst.name} has no literal")
+    return format_literal(inst.literal, elide=not style.large_constants)
+
+
+_OPERAND_PRINTERS: dict[Opcode, Callable[[Instruction, _Style], str]] = {
+    Opcode.PARAMETER: _parameter_operand,
+    Opcode.CONSTANT: _constant_operand,
+}
+
+
+def _attribute_texts(inst: Instruction, style: _Style) -> list[str]:
+    texts = [] if inst.attrs is None else _ATTR_PRINTERS[type(inst.attrs)](inst.attrs)
+    key = CALLED_ATTR.get(inst.opcode)
+    if key is not None:
+        texts += [f"{key}={style.sigil}{c.name}" for c in inst.called]
+    return texts
+
+
+def _ints(values: Sequence[int]) -> str:
+    return ",".join(map(str, values))
+
+
+def _print_slice(a: SliceAttrs) -> list[str]:
+    bounds = (f"[{s}:{lim}{'' if st == 1 else f':{st}'}]"
+              for s, lim, st in zip(a.starts, a.limits, a.strides, strict=False))
+    return [f"slice={{{', '.join(bounds)}}}"]
+
+
+def padding_text(dims: Sequence[PadDim]) -> str:
+    """XLA's ``low_high[_interior]`` per dimension joined by ``x``; interior all or none."""
+    interior = any(d.interior for d in dims)
+    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if interior else "") for d in dims)
+
+
+def _print_dot(a: DotDims) -> list[str]:
+    # XLA omits empty batch dimensions but always prints the contracting ones.
+    fields = [("lhs_batch_dims", a.lhs_batch, False),
+              ("lhs_contracting_dims", a.lhs_contracting, True),
+              ("rhs_batch_dims", a.rhs_batch, False),
+              ("rhs_contracting_dims", a.rhs_contracting, True)]
+    return [f"{name}={{{_ints(dims)}}}" for name, dims, always in fields if dims or always]
+
+
+_WINDOW_FIELDS: tuple[tuple[str, Callable[[WindowDim], str], str | None], ...] = (
+    ("size", lambda d: str(d.size), None),
+    ("stride", lambda d: str(d.stride), "1"),
+    ("pad", lambda d: f"{d.pad_low}_{d.pad_high}", "0_0"),
+    ("lhs_dilate", lambda d: str(d.lhs_dilation), "1"),
+    ("rhs_dilate", lambda d: str(d.rhs_dilation), "1"),
+)
+
+
+def window_text(window: Window) -> str:
+    """``size=3x3 stride=2x2 ...``: a field is printed only when some dimension is not default."""
+    fields = []
+    for name, get, default in _WINDOW_FIELDS:
+        values = [get(d) for d in window.dims]
+        if any(v != default for v in values):
+            fields.append(f"{name}={'x'.join(values)}")
+    return " ".join(fields)
+
+
+def _print_window(window: Window) -> list[str]:
+    return [f"window={{{window_text(window)}}}"] if window.dims else []
+
+
+def _labels(named: dict[int, str], spatial: Sequence[int]) -> str:
+    chars = ["?"] * (max([*named, *spatial], default=-1) + 1)
+    for dim, char in named.items():
+        chars[dim] = char
+    for index, dim in enumerate(spatial):
+        chars[dim] = str(index)
+    return "".join(chars)
+
+
+def dim_labels_text(d: ConvDims) -> str:
+    """XLA's ``dim_labels``, e.g. ``b01f_01io->b01f``."""
+    lhs = _labels({d.input_batch: "b", d.input_feature: "f"}, d.input_spatial)
+    rhs = _labels({d.kernel_input_feature: "i", d.kernel_output_feature: "o"}, d.kernel_spatial)
+    out = _labels({d.output_batch: "b", d.output_feature: "f"}, d.output_spatial)
+    return f"{lhs}_{rhs}->{out}"
+
+
+def _print_conv(a: ConvAttrs) -> list[str]:
+    texts = [*_print_window(a.window), f"dim_labels={dim_labels_text(a.dims)}"]
+    if a.feature_group_count != 1:
+        texts.append(f"feature_group_count={a.feature_group_count}")
+    if a.batch_group_count != 1:
+        texts.append(f"batch_group_count={a.batch_group_count}")
+    return texts
+
+
+_ATTR_PRINTERS: dict[type, Callable[[Any], list[str]]] = {
+    ParameterAttrs: lambda a: [],
+    Dimensions: lambda a: [f"dimensions={{{_ints(a.dimensions)}}}"],
+    IotaAttrs: lambda a: [f"iota_dimension={a.iota_dimension}"],
+    TupleIndex: lambda a: [f"index={a.index}"],
+    CompareAttrs: lambda a: [f"direction={a.direction.value}"],
+    SliceAttrs: _print_slice,
+    PadAttrs: lambda a: [f"padding={padding_text(a.dims)}"],
+    DotDims: _print_dot,
+    ConvAttrs: _print_conv,
+    ReduceWindowAttrs: lambda a: _print_window(a.window),
+    FusionAttrs: lambda a: [f"kind={a.kind}"],
+}
+
+
+# ---- literals --------------------------------------------------------------------------------
+
+_CHUNK = 1 << 20  # elements formatted at a time, to bound the temporary string arrays
+
+
+def format_literal(array: np.ndarray, *, elide: bool = False) -> str:
+    """XLA's spelling of an array value: ``1.5``, ``{1, 2}``, ``{ { 1, 2 }, { 3, 4 } }``."""
+    if elide and array.size > ELIDE_ABOVE:
+        return "{...}"
+    if array.size == 0:
+        return _empty_nest(array.shape)
+    flat = array.reshape(-1)
+    formatter = _ELEMENT_FORMATTERS[flat.dtype.kind]
+    items: list[str] = []
+    for start in range(0, flat.size, _CHUNK):
+        items += formatter(flat[start:start + _CHUNK]).tolist()
+    return _nest(items, array.shape)
+
+
+def _nest(items: list[str], dims: tuple[int, ...]) -> str:
+    if not dims:
+        return items[0]
+    if len(dims) == 1:
+        return "{" + ", ".join(items) + "}"
+    level = items
+    for n in reversed(dims):
+        level = ["{ " + ", ".join(level[i:i + n]) + " }" for i in range(0, len(level), n)]
+    return level[0]
+
+
+def _empty_nest(dims: tuple[int, ...]) -> str:
+    if len(dims) <= 1 or dims[0] == 0:
+        return "{}"
+    return "{ " + ", ".join([_empty_nest(dims[1:])] * dims[0]) + " }"
+
+
+def _float_strings(x: np.ndarray) -> np.ndarray:
+    # numpy's str() of a float is the shortest text that reads back as the same value of its
+    # own width; XLA prints integral floats without ".0".
+    s = x.astype(str)
+    integral = np.flatnonzero(np.char.endswith(s, ".0"))
+    if integral.size:
+        s[integral] = np.char.replace(s[integral], ".0", "")
+    s = np.where(np.isnan(x) & np.signbit(x), "-nan", s)
+    if x.dtype != np.float64:  # the parser reads via float64: fall back where that rounds twice
+        bad = np.flatnonzero((s.astype(np.float64).astype(x.dtype) != x) & ~np.isnan(x))
+        if bad.size:
+            s = s.astype(object)
+            s[bad] = [repr(float(v)) for v in x[bad]]
+    return s
+
+
+_ELEMENT_FORMATTERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "b": lambda x: np.where(x, "true", "false"),
+    "i": lambda x: x.astype(str),
+    "u": lambda x: x.astype(str),
+    "f": _float_strings,
+}
+
+
+_LITERAL_TOKEN = re.compile(r"[^\s{},]+")
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_ELIDED = re.compile(r"\{\s*\.\.\.\s*\}")
+
+
+def parse_literal(text: str, shape: Shape) -> np.ndarray:
+    """The read-only array ``text`` spells, with ``shape``'s dtype and dims; ValueError if bad."""
+    if "/*" in text:
+        text = _COMMENT.sub(" ", text)
+    if _ELIDED.search(text):
+        raise ValueError("the constant's value was elided as {...} when it was printed; "
+                         "print it with print_large_constants=True")
+    if text.count("{") != text.count("}"):
+        raise ValueError("unbalanced braces in the constant")
+    tokens = np.array(_LITERAL_TOKEN.findall(text), dtype=str)
+    if tokens.size != shape.size:
+        raise ValueError(f"the constant has {tokens.size} values but {shape} has {shape.size}")
+    array = _LITERAL_DECODERS[shape.dtype.numpy.kind](tokens, shape.dtype.numpy)
+    array = array.reshape(shape.dims)  # a fresh array: astype copied
+    array.flags.writeable = False
+    return array
+
+
+def _decode_pred(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    true = (tokens == "true") | (tokens == "1")
+    valid = true | (tokens == "false") | (tokens == "0")
+    if not valid.all():
+        raise ValueError(f"{tokens[~valid][0]!r} is not a pred value (true, false, 1, 0)")
+    return true
+
+
+def _decode_number(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    wide = np.float64 if dtype.kind == "f" else dtype  # strings convert to float64 exactly once
+    try:
+        return tokens.astype(wide).astype(dtype)
+    except (ValueError, OverflowError) as e:
+        raise ValueError(f"not a valid {dtype} literal: {e}") from None
+
+
+_LITERAL_DECODERS: dict[str, Callable[[np.ndarray, np.dtype], np.ndarray]] = {
+    "b": _decode_pred, "i": _decode_number, "u": _decode_number, "f": _decode_number,
+}
+
+
+# ==== parsing =================================================================================
+
+
+@functools.cache
+def _punct(text: str) -> re.Pattern[str]:
+    return re.compile(re.escape(text))
+
+
+def _keyword(word: str) -> re.Pattern[str]:
+    return re.compile(word + r"(?![\w.\-])")
+
+
+_SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
+_NAME = re.compile(r"%?([A-Za-z_][\w.\-]*)")
+_OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
+_ATTR_NAME = re.compile(r"[A-Za-z_][\w\-]*")
+_INT = re.compile(r"-?\d+")
+_ARRAY_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+_LAYOUT = re.compile(r"\{[\d,\s]*(?::[^{}]*)?\}")
+_SHAPE_START = re.compile(r"\(|[a-z][a-z0-9]*\[")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_FOUND = re.compile(r"\S{1,24}")
+_PLAIN = re.compile(r'[^\s,{}\[\]()"]+')
+_HLO_MODULE, _ENTRY, _ROOT = _keyword("HloModule"), _keyword("ENTRY"), _keyword("ROOT")
+_BRACKETS = {"{": "}", "[": "]", "(": ")"}
+_OPCODES = {op.value: op for op in Opcode}
+_DTYPES = {t.value: t for t in PrimitiveType}
+
+
+class _Cursor:
+    """A position in the text; every match first skips whitespace and comments."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+        self.pos = 0
+
+    def skip(self) -> None:
+        self.pos = _SKIP.match(self.text, self.pos).end()  # type: ignore[union-attr]
+
+    def at(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
+        self.skip()
+        return pattern.match(self.text, self.pos)
+
+    def at_end(self) -> bool:
+        self.skip()
+        return self.pos >= len(self.text)
+
+    def accept(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
+        match = self.at(pattern)
+        if match:
+            self.pos = match.end()
+        return match
+
+    def expect(self, pattern: re.Pattern[str], what: str) -> re.Match[str]:
+        match = self.accept(pattern)
+        if match is None:
+            raise self.error(f"expected {what}, found {self.found()}")
+        return match
+
+    def found(self) -> str:
+        if self.at_end():
+            return "end of input"
+        return repr(_FOUND.match(self.text, self.pos).group())  # type: ignore[union-attr]
+
+    def error(self, message: str, pos: int | None = None) -> HloError:
+        pos = self.pos if pos is None else pos
+        line = self.text.count("\n", 0, pos) + 1
+        column = pos - self.text.rfind("\n", 0, pos)
+        return HloError(f"{self.source}:{line}:{column}: {message}")
+
+
+class _Raw(NamedTuple):
+    text: str
+    pos: int
+
+
+@dataclass
+class _Head:
+    """What an instruction's parentheses hold: operand names, a literal or a parameter number."""
+
+    operands: list[tuple[str, int]] = field(default_factory=list)
+    literal: np.ndarray | None = None
+    attrs: Attrs = None
+
+
+@dataclass
+class _PendingInstruction:
+    inst: Instruction
+    operands: list[tuple[str, int]]
+    callee: _Raw | None
+    is_root: bool
+    pos: int
+
+
+@dataclass
+class _PendingComputation:
+    name: str
+    pos: int
+    is_entry: bool
+    body: list[_PendingInstruction]
+
+
+def parse_module(text: str, source: str = "<hlo>") -> Module:
+    """Parse HLO text; errors are ``HloError`` naming ``source``, line and column."""
+    return _Parser(text, source).module()
+
+
+class _Parser:
+    def __init__(self, text: str, source: str) -> None:
+        self.cur = _Cursor(text, source)
+
+    # ---- module and computations -------------------------------------------------------------
+
+    def module(self) -> Module:
+        name = self._header()
+        pending: list[_PendingComputation] = []
+        while not self.cur.at_end():
+            pending.append(self._computation())
+        if not pending:
+            raise self.cur.error("expected a computation, found end of input")
+        comps = {p.name: self._build_computation(p) for p in self._unique(pending)}
+        for p in pending:
+            self._resolve_callees(p, comps)
+        entry = comps[self._entry(pending).name]
+        return Module(name, entry, comps.values())
+
+    def _header(self) -> str:
+        if not self.cur.accept(_HLO_MODULE):
+            return "module"
+        name = self.cur.expect(_NAME, "a module name")[1]
+        self._attributes()  # entry_computation_layout, is_scheduled, ...: all derivable or moot
+        return name
+
+    def _computation(self) -> _PendingComputation:
+        is_entry = self.cur.accept(_ENTRY) is not None
+        name = self.cur.expect(_NAME, "a computation name")
+        if self.cur.at(_punct("(")):
+            self._signature()
+        self.cur.expect(_punct("{"), "'{' to open the computation")
+        body: list[_PendingInstruction] = []
+        while not self.cur.accept(_punct("}")):
+            body.append(self._instruction())
+        self._attributes()  # e.g. execution_thread="..."
+        return _PendingComputation(name[1], name.start(), is_entry, body)
+
+    def _signature(self) -> None:
+        def parameter() -> None:
+            self.cur.expect(_NAME, "a parameter name")
+            self.cur.expect(_punct(":"), "':'")
+            self.shape()
+
+        self.cur.expect(_punct("("), "'('")
+        self._sequence(parameter, ")")
+        self.cur.expect(_punct("->"), "'->'")
+        self.shape()
+
+    def _unique(self, pending: list[_PendingComputation]) -> list[_PendingComputation]:
+        seen: set[str] = set()
+        for p in pending:
+            if p.name in seen:
+                raise self.cur.error(f"computation '{p.name}' is defined twice", p.pos)
+            seen.add(p.name)
+        return pending
+
+    def _entry(self, pending: list[_PendingComputation]) -> _PendingComputation:
+        entries = [p for p in pending if p.is_entry]
+        if len(entries) > 1:
+            raise self.cur.error("more than one ENTRY computation", entries[1].pos)
+        return entries[0] if entries else pending[-1]
+
+    def _build_computation(self, p: _PendingComputation) -> Computation:
+        if not p.body:
+            raise self.cur.error(f"computation '{p.name}' has no instructions", p.pos)
+        by_name: dict[str, Instruction] = {}
+        for pi in p.body:
+            if pi.inst.name in by_name:
+                raise self.cur.error(f"instruction '{pi.inst.name}' is defined twice", pi.pos)
+            by_name[pi.inst.name] = pi.inst
+        for pi in p.body:
+            pi.inst.operands = [self._operand_ref(by_name, name, pos, p.name)
+                                for name, pos in pi.operands]
+        return Computation(p.name, [pi.inst for pi in p.body], self._root(p))
+
+    def _operand_ref(self, by_name: dict[str, Instruction], name: str, pos: int,
+                     comp: str) -> Instruction:
+        if name not in by_name:
+            raise self.cur.error(f"operand '{name}' is not defined in computation '{comp}'", pos)
+        return by_name[name]
+
+    def _root(self, p: _PendingComputation) -> Instruction:
+        roots = [pi for pi in p.body if pi.is_root]
+        if len(roots) > 1:
+            raise self.cur.error(f"computation '{p.name}' has more than one ROOT", roots[1].pos)
+        return (roots[0] if roots else p.body[-1]).inst
+
+    def _resolve_callees(self, p: _PendingComputation, comps: dict[str, Computation]) -> None:
+        for pi in p.body:
+            if pi.callee is None:
+                continue
+            name = _decode(self.cur, "computation name", pi.callee, _callee_name)
+            if name not in comps:
+                raise self.cur.error(f"computation '{name}' is not defined", pi.callee.pos)
+            pi.inst.called = [comps[name]]
+
+    # ---- instructions ------------------------------------------------------------------------
+
+    def _instruction(self) -> _PendingInstruction:
+        is_root = self.cur.accept(_ROOT) is not None
+        name = self.cur.expect(_NAME, "an instruction name or '}'")
+        self.cur.expect(_punct("="), "'='")
+        shape = self.shape()
+        opcode = self._opcode()
+        self.cur.expect(_punct("("), "'('")
+        head = _OPERAND_READERS.get(opcode, _Parser._operand_list)(self, shape)
+        raw = self._attributes()
+        attrs = _InstructionAttrs(self.cur, raw, f"{opcode.value} '{name[1]}'", name.start())
+        if opcode in _ATTR_DECODERS:
+            head.attrs = _ATTR_DECODERS[opcode](attrs)
+        callee = attrs.raw(CALLED_ATTR[opcode]) if opcode in CALLED_ATTR else None
+        inst = Instruction(name[1], opcode, shape, [], head.attrs, head.literal)
+        return _PendingInstruction(inst, head.operands, callee, is_root, name.start())
+
+    def _opcode(self) -> Opcode:
+        match = self.cur.expect(_OPCODE, "an opcode")
+        if match[0] not in _OPCODES:
+            raise self.cur.error(f"unknown opcode '{match[0]}'", match.start())
+        return _OPCODES[match[0]]
+
+    def _operand_list(self, shape: AnyShape) -> _Head:
+        return _Head(operands=self._sequence(self._operand, ")"))
+
+    def _operand(self) -> tuple[str, int]:
+        if self.cur.at(_SHAPE_START):
+            self.shape()  # XLA's older style repeats each operand's shape
+        match = self.cur.expect(_NAME, "an operand name")
+        return match[1], match.start()
+
+    def _parameter(self, shape: AnyShape) -> _Head:
+        number = int(self.cur.expect(_INT, "a parameter number")[0])
+        self.cur.expect(_punct(")"), "')'")
+        return _Head(attrs=ParameterAttrs(number))
+
+    def _constant(self, shape: AnyShape) -> _Head:
+        self.cur.skip()
+        start = self.cur.pos
+        if not isinstance(shape, Shape):
+            raise self.cur.error("tuple constants are unsupported", start)
+        array_shape = shape
+        end = self.cur.text.find(")", start)  # literals hold no parentheses
+        if end < 0:
+            raise self.cur.error("unterminated constant: expected ')'", start)
+        literal = _decode(self.cur, "constant", _Raw(self.cur.text[start:end], start),
+                          lambda text: parse_literal(text, array_shape))
+        self.cur.pos = end + 1
+        return _Head(literal=literal)
+
+    def _sequence(self, item: Callable[[], T], close: str) -> list[T]:
+        items: list[T] = []
+        if self.cur.accept(_punct(close)):
+            return items
+        while True:
+            items.append(item())
+            if self.cur.accept(_punct(close)):
+                return items
+            self.cur.expect(_punct(","), f"',' or '{close}'")
+
+    # ---- attributes --------------------------------------------------------------------------
+
+    def _attributes(self) -> dict[str, _Raw]:
+        attrs: dict[str, _Raw] = {}
+        while self.cur.accept(_punct(",")):
+            key = self.cur.expect(_ATTR_NAME, "an attribute name")
+            self.cur.expect(_punct("="), "'='")
+            if key[0] in attrs:
+                raise self.cur.error(f"attribute '{key[0]}' given twice", key.start())
+            attrs[key[0]] = self._raw_value()
+        return attrs
+
+    def _raw_value(self) -> _Raw:
+        """An attribute value as text: up to a ',' or space outside brackets and strings."""
+        text, pos = self.cur.text, self.cur.pos  # no skip: "padding=" may be empty
+        start, open_at = pos, []
+        while pos < len(text):
+            char = text[pos]
+            if plain := _PLAIN.match(text, pos):
+                pos = plain.end()
+                continue
+            if char == '"':
+                pos = self._string_end(pos)
+                continue
+            if char in _BRACKETS:
+                open_at.append(pos)
+            elif char in "}])":
+                if not open_at:
+                    break
+                opener = text[open_at.pop()]
+                if _BRACKETS[opener] != char:
+                    raise self.cur.error(f"'{char}' does not close '{opener}'", pos)
+            elif not open_at:  # ',' or whitespace at the top level
+                break
+            pos += 1
+        if open_at:
+            raise self.cur.error(f"'{text[open_at[-1]]}' is never closed", open_at[-1])
+        self.cur.pos = pos
+        return _Raw(text[start:pos], start)
+
+    def _string_end(self, pos: int) -> int:
+        match = _STRING.match(self.cur.text, pos)
+        if match is None:
+            raise self.cur.error("unterminated string", pos)
+        return match.end()
+
+    # ---- shapes ------------------------------------------------------------------------------
+
+    def shape(self) -> AnyShape:
+        if self.cur.accept(_punct("(")):
+            return TupleShape(tuple(self._sequence(self.shape, ")")))
+        match = self.cur.expect(_ARRAY_SHAPE, "a shape")
+        dtype = _DTYPES.get(match[1])
+        if dtype is None:
+            raise self.cur.error(f"element type '{match[1]}' in {match[0]} is unsupported; "
+                                 f"aotc supports {', '.join(_DTYPES)}", match.start())
+        dims = self._dims(match[2], match.start())
+        self.cur.accept(_LAYOUT)  # layouts are ignored: aotc assigns its own (row-major)
+        return Shape(dtype, dims)
+
+    def _dims(self, text: str, pos: int) -> tuple[int, ...]:
+        parts = [p.strip() for p in text.split(",")] if text.strip() else []
+        if any("<=" in p or "?" in p for p in parts):
+            raise self.cur.error(f"dynamic shapes are unsupported: [{text}]", pos)
+        if not all(p.isdigit() for p in parts):
+            raise self.cur.error(f"bad dimensions [{text}]", pos)
+        return tuple(int(p) for p in parts)
+
+
+_OPERAND_READERS: dict[Opcode, Callable[[_Parser, AnyShape], _Head]] = {
+    Opcode.PARAMETER: _Parser._parameter,
+    Opcode.CONSTANT: _Parser._constant,
+}
+
+
+def _decode(cur: _Cursor, what: str, raw: _Raw, decode: Callable[[str], T]) -> T:
+    """``decode(raw.text)``, turning its ValueError into an HloError at ``raw``'s position."""
+    try:
+        return decode(raw.text)
+    except ValueError as e:
+        raise cur.error(f"bad {what} {raw.text[:60]!r}: {e}", raw.pos) from None
+
+
+class _InstructionAttrs:
+    """The raw ``key=value`` attributes of one instruction, decoded on demand."""
+
+    def __init__(self, cur: _Cursor, raw: dict[str, _Raw], where: str, pos: int) -> None:
+        self.cur, self._raw, self.where, self.pos = cur, raw, where, pos
+
+    def raw(self, key: str) -> _Raw:
+        if key not in self._raw:
+            raise self.cur.error(f"{self.where} needs a '{key}' attribute", self.pos)
+        return self._raw[key]
+
+    def need(self, key: str, decode: Callable[[str], T]) -> T:
+        return _decode(self.cur, f"'{key}' value", self.raw(key), decode)
+
+    def opt(self, key: str, decode: Callable[[str], T], default: T) -> T:
+        return self.need(key, decode) if key in self._raw else default
+
+
+# ---- attribute value decoders (text -> value; ValueError on bad text) ------------------------
+
+
+def _fullmatch(pattern: str, text: str, what: str) -> re.Match[str]:
+    match = re.fullmatch(pattern, text)
+    if match is None:
+        raise ValueError(f"expected {what}")
+    return match
+
+
+def _int_value(text: str) -> int:
+    return int(_fullmatch(r"-?\d+", text, "an integer")[0])
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    _fullmatch(r"\{\s*(-?\d+\s*(,\s*-?\d+\s*)*)?\}", text, "{n,n,...}")
+    return tuple(int(v) for v in re.findall(r"-?\d+", text))
+
+
+def _word(text: str) -> str:
+    return _fullmatch(r"\w+", text, "a word")[0]
+
+
+def _callee_name(text: str) -> str:
+    return _fullmatch(r"%?([A-Za-z_][\w.\-]*)", text, "a computation name")[1]
+
+
+_BOUND = r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]"
+
+
+def _slice_value(text: str) -> SliceAttrs:
+    body = _fullmatch(r"\{(.*)\}", text, "{[start:limit:stride], ...}")[1]
+    parts = [p.strip() for p in body.split(",")] if body.strip() else []
+    triples = [_fullmatch(_BOUND, p, "[start:limit] or [start:limit:stride]").groups()
+               for p in parts]
+    return SliceAttrs(tuple(int(a) for a, _, _ in triples), tuple(int(b) for _, b, _ in triples),
+                      tuple(int(c or 1) for _, _, c in triples))
+
+
+def _pad_value(text: str) -> PadAttrs:
+    dims = []
+    for part in text.split("x") if text else []:
+        match = _fullmatch(r"(-?\d+)_(-?\d+)(?:_(-?\d+))?", part, "low_high[_interior]x...")
+        dims.append(PadDim(int(match[1]), int(match[2]), int(match[3] or 0)))
+    return PadAttrs(tuple(dims))
+
+
+_WINDOW_KEYS: dict[str, tuple[str, ...]] = {
+    "size": ("size",),
+    "stride": ("stride",),
+    "pad": ("pad_low", "pad_high"),
+    "lhs_dilate": ("lhs_dilation",),
+    "rhs_dilate": ("rhs_dilation",),
+}
+
+
+def _window_value(text: str) -> Window:
+    body = _fullmatch(r"\{(.*)\}", text, "{size=... stride=...}")[1]
+    fields: dict[str, list[int]] = {}
+    for item in body.split():
+        key, _, value = item.partition("=")
+        if key == "rhs_reversal" and set(value.split("x")) <= {"0"}:
+            continue
+        if key not in _WINDOW_KEYS:
+            raise ValueError(f"window field '{key}' is unsupported")
+        names = _WINDOW_KEYS[key]
+        for dim in value.split("x"):
+            numbers = dim.split("_")
+            if len(numbers) != len(names) or not all(re.fullmatch(r"-?\d+", n) for n in numbers):
+                raise ValueError(f"bad window field {item}")
+            for name, number in zip(names, numbers, strict=True):
+                fields.setdefault(name, []).append(int(number))
+    return _window_from_fields(fields)
+
+
+def _window_from_fields(fields: dict[str, list[int]]) -> Window:
+    if "size" not in fields:
+        raise ValueError("a window needs size=")
+    rank = len(fields["size"])
+    if any(len(values) != rank for values in fields.values()):
+        raise ValueError("window fields have different numbers of dimensions")
+    dims = [WindowDim(**{name: values[i] for name, values in fields.items()})
+            for i in range(rank)]
+    return Window(tuple(dims))
+
+
+def _dim_labels_value(text: str) -> ConvDims:
+    match = _fullmatch(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)", text, "e.g. b01f_01io->b01f")
+    lhs, rhs, out = (_label_positions(match[i], n) for i, n in ((1, "bf"), (2, "io"), (3, "bf")))
+    return ConvDims(lhs["b"], lhs["f"], lhs["spatial"], rhs["i"], rhs["o"], rhs["spatial"],
+                    out["b"], out["f"], out["spatial"])
+
+
+def _label_positions(labels: str, named: str) -> dict[str, Any]:
+    """``b01f`` -> {"b": 0, "f": 3, "spatial": (1, 2)}."""
+    letters = sorted(c for c in labels if not c.isdigit())
+    spatial = sorted((int(c), dim) for dim, c in enumerate(labels) if c.isdigit())
+    if letters != sorted(named) or [i for i, _ in spatial] != list(range(len(spatial))):
+        raise ValueError(f"'{labels}' needs one each of {', '.join(named)} and digits 0..n-1")
+    return {c: labels.index(c) for c in named} | {"spatial": tuple(d for _, d in spatial)}
+
+
+def _conv_attrs(a: _InstructionAttrs) -> ConvAttrs:
+    return ConvAttrs(a.opt("window", _window_value, Window(())),
+                     a.need("dim_labels", _dim_labels_value),
+                     a.opt("feature_group_count", _int_value, 1),
+                     a.opt("batch_group_count", _int_value, 1))
+
+
+def _dot_attrs(a: _InstructionAttrs) -> DotDims:
+    return DotDims(a.opt("lhs_contracting_dims", _int_list, ()),
+                   a.opt("rhs_contracting_dims", _int_list, ()),
+                   a.opt("lhs_batch_dims", _int_list, ()),
+                   a.opt("rhs_batch_dims", _int_list, ()))
+
+
+def _dimensions_attrs(a: _InstructionAttrs) -> Dimensions:
+    return Dimensions(a.need("dimensions", _int_list))
+
+
+_ATTR_DECODERS: dict[Opcode, Callable[[_InstructionAttrs], Attrs]] = {
+    Opcode.BROADCAST: _dimensions_attrs,
+    Opcode.TRANSPOSE: _dimensions_attrs,
+    Opcode.REDUCE: _dimensions_attrs,
+    Opcode.REVERSE: _dimensions_attrs,
+    Opcode.CONCATENATE: _dimensions_attrs,
+    Opcode.IOTA: lambda a: IotaAttrs(a.need("iota_dimension", _int_value)),
+    Opcode.GET_TUPLE_ELEMENT: lambda a: TupleIndex(a.need("index", _int_value)),
+    Opcode.COMPARE: lambda a: CompareAttrs(a.need("direction", ComparisonDirection)),
+    Opcode.SLICE: lambda a: a.need("slice", _slice_value),
+    Opcode.PAD: lambda a: a.need("padding", _pad_value),
+    Opcode.DOT: _dot_attrs,
+    Opcode.CONVOLUTION: _conv_attrs,
+    Opcode.REDUCE_WINDOW: lambda a: ReduceWindowAttrs(a.opt("window", _window_value, Window(()))),
+    Opcode.FUSION: lambda a: FusionAttrs(a.need("kind", _word)),
+}

@@ -1,0 +1,291 @@
+"""Structural and shape checks for HLO modules, written as data.
+
+Three lists of small checks run in order: module checks, structural checks per computation
+(operands defined before use, root, parameter numbering), then instruction checks (operand
+count, attribute type, called computations, dimensions, literal, re-inferred shape). The first
+problem found raises ``HloError("verifier: <computation>/<instruction>: <problem>")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aotc.errors import HloError, ShapeError
+from aotc.hlo.ir import (
+    BINARY_ELEMENTWISE,
+    TERNARY_ELEMENTWISE,
+    UNARY_ELEMENTWISE,
+    CompareAttrs,
+    Computation,
+    ConvAttrs,
+    Dimensions,
+    DotDims,
+    FusionAttrs,
+    Instruction,
+    IotaAttrs,
+    Module,
+    Opcode,
+    PadAttrs,
+    ParameterAttrs,
+    ReduceWindowAttrs,
+    SliceAttrs,
+    TupleIndex,
+)
+from aotc.hlo.shape import AnyShape, Shape, TupleShape
+from aotc.hlo.shape_inference import infer_instruction_shape
+
+
+def verify_module(module: Module) -> None:
+    """Raise ``HloError`` naming computation, instruction and problem, or return None."""
+    ctx = _Context(module)
+    for module_check in MODULE_CHECKS:
+        module_check(ctx)
+    for comp_check in COMPUTATION_CHECKS:
+        for comp in module.computations:
+            comp_check(ctx, comp)
+    for comp in module.computations:
+        for inst in comp.instructions:
+            for inst_check in INSTRUCTION_CHECKS:
+                problem = _problem_of(inst_check, ctx, inst)
+                if problem:
+                    _fail(comp, inst.name, problem)
+
+
+@dataclass
+class _Context:
+    module: Module
+    owner: dict[int, Computation] = field(default_factory=dict)  # id(instruction) -> computation
+
+    def __post_init__(self) -> None:
+        for comp in self.module.computations:
+            for inst in comp.instructions:
+                self.owner.setdefault(id(inst), comp)
+
+    def in_module(self, comp: Computation) -> bool:
+        return any(c is comp for c in self.module.computations)
+
+
+def _fail(comp: Computation, where: str, problem: str) -> None:
+    place = f"{comp.name}/{where}" if where else comp.name
+    raise HloError(f"verifier: {place}: {problem}")
+
+
+InstructionCheck = Callable[[_Context, Instruction], "str | None"]
+
+
+def _problem_of(check: InstructionCheck, ctx: _Context, inst: Instruction) -> str | None:
+    try:
+        return check(ctx, inst)
+    except ShapeError as e:  # shape inference says what does not fit
+        return str(e)
+
+
+# ---- module checks ---------------------------------------------------------------------------
+
+
+def _unique_names(ctx: _Context) -> None:
+    seen: dict[str, Computation] = {}
+    for comp in ctx.module.computations:
+        for inst in comp.instructions:
+            if inst.name in seen:
+                _fail(comp, inst.name, f"name is used twice in the module (also in "
+                                       f"computation {seen[inst.name].name})")
+            seen[inst.name] = comp
+    comp_names = [c.name for c in ctx.module.computations]
+    for comp in ctx.module.computations:
+        if comp_names.count(comp.name) > 1:
+            _fail(comp, "", "computation name is used twice in the module")
+
+
+def _acyclic_calls(ctx: _Context) -> None:
+    done: set[int] = set()
+
+    def visit(comp: Computation, path: list[Computation]) -> None:
+        if id(comp) in done:
+            return
+        for inst in comp.instructions:
+            for callee in inst.called:
+                if any(c is callee for c in (*path, comp)):
+                    chain = " -> ".join(c.name for c in (*path, comp, callee))
+                    _fail(comp, inst.name, f"calls {callee.name}, which calls it back: {chain}")
+                visit(callee, [*path, comp])
+        done.add(id(comp))
+
+    for comp in ctx.module.computations:
+        visit(comp, [])
+
+
+MODULE_CHECKS: list[Callable[[_Context], None]] = [_unique_names, _acyclic_calls]
+
+
+# ---- computation checks (structure) ----------------------------------------------------------
+
+
+def _operands_defined_earlier(ctx: _Context, comp: Computation) -> None:
+    position = {id(inst): i for i, inst in enumerate(comp.instructions)}
+    for i, inst in enumerate(comp.instructions):
+        for op in inst.operands:
+            where = position.get(id(op))
+            if where is None:
+                other = ctx.owner.get(id(op))
+                home = f"computation {other.name}" if other else "no computation of the module"
+                _fail(comp, inst.name, f"operand {op.name} belongs to {home}")
+            elif where >= i:
+                _fail(comp, inst.name, f"operand {op.name} is used before it is defined "
+                                       "(instructions must be in def-before-use order)")
+
+
+def _root_belongs(ctx: _Context, comp: Computation) -> None:
+    if not any(inst is comp.root for inst in comp.instructions):
+        _fail(comp, comp.root.name, "root is not an instruction of this computation")
+
+
+def _parameter_numbers(ctx: _Context, comp: Computation) -> None:
+    params = [i for i in comp.instructions if i.opcode is Opcode.PARAMETER]
+    numbers: dict[int, Instruction] = {}
+    for param in params:
+        if not isinstance(param.attrs, ParameterAttrs):
+            _fail(comp, param.name, f"parameter needs ParameterAttrs, got {param.attrs!r}")
+            return
+        number = param.attrs.number
+        if number in numbers:
+            _fail(comp, param.name, f"parameter number {number} is also used by "
+                                    f"{numbers[number].name}")
+        if not 0 <= number < len(params):
+            last = len(params) - 1
+            _fail(comp, param.name, f"parameter number {number} leaves a gap: the "
+                                    f"{len(params)} parameters must be numbered 0..{last}")
+        numbers[number] = param
+
+
+COMPUTATION_CHECKS: list[Callable[[_Context, Computation], None]] = [
+    _operands_defined_earlier, _root_belongs, _parameter_numbers,
+]
+
+
+# ---- instruction checks ----------------------------------------------------------------------
+
+_ANY = 10**9
+_ARITY: dict[Opcode, tuple[int, int]] = {
+    **{op: (1, 1) for op in UNARY_ELEMENTWISE},
+    **{op: (2, 2) for op in BINARY_ELEMENTWISE},
+    **{op: (3, 3) for op in TERNARY_ELEMENTWISE},
+    **{op: (0, 0) for op in (Opcode.PARAMETER, Opcode.CONSTANT, Opcode.IOTA)},
+    **{op: (1, 1) for op in (Opcode.BITCAST, Opcode.BROADCAST, Opcode.RESHAPE, Opcode.REVERSE,
+                             Opcode.SLICE, Opcode.TRANSPOSE, Opcode.GET_TUPLE_ELEMENT)},
+    **{op: (2, 2) for op in (Opcode.PAD, Opcode.DOT, Opcode.CONVOLUTION)},
+    Opcode.CONCATENATE: (1, _ANY), Opcode.REDUCE: (2, _ANY), Opcode.REDUCE_WINDOW: (2, _ANY),
+    Opcode.FUSION: (0, _ANY), Opcode.TUPLE: (0, _ANY),
+}  # fmt: skip
+
+
+def _operand_count(ctx: _Context, inst: Instruction) -> str | None:
+    low, high = _ARITY[inst.opcode]
+    n = len(inst.operands)
+    if low <= n <= high:
+        return None
+    wanted = str(low) if low == high else f"at least {low}"
+    return f"{inst.opcode.value} takes {wanted} operands, got {n}"
+
+
+_ATTRS: dict[Opcode, type | None] = {
+    **{op: None for op in UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | TERNARY_ELEMENTWISE},
+    **{op: None for op in (Opcode.CONSTANT, Opcode.BITCAST, Opcode.RESHAPE, Opcode.TUPLE)},
+    **{op: Dimensions for op in (Opcode.BROADCAST, Opcode.CONCATENATE, Opcode.REDUCE,
+                                 Opcode.REVERSE, Opcode.TRANSPOSE)},
+    Opcode.PARAMETER: ParameterAttrs, Opcode.IOTA: IotaAttrs, Opcode.COMPARE: CompareAttrs,
+    Opcode.PAD: PadAttrs, Opcode.SLICE: SliceAttrs, Opcode.DOT: DotDims,
+    Opcode.CONVOLUTION: ConvAttrs, Opcode.REDUCE_WINDOW: ReduceWindowAttrs,
+    Opcode.FUSION: FusionAttrs, Opcode.GET_TUPLE_ELEMENT: TupleIndex,
+}  # fmt: skip
+
+
+def _attrs_type(ctx: _Context, inst: Instruction) -> str | None:
+    kind = _ATTRS[inst.opcode]
+    if kind is None and inst.attrs is not None:
+        return f"{inst.opcode.value} takes no attrs, got {inst.attrs!r}"
+    if kind is not None and not isinstance(inst.attrs, kind):
+        return f"{inst.opcode.value} needs {kind.__name__} attrs, got {inst.attrs!r}"
+    return None
+
+
+def _reducer_signature(ctx: _Context, inst: Instruction) -> str | None:
+    """``to_apply`` of a reduce of N operands: (T0..TN-1, T0..TN-1) -> T0 or (T0..TN-1)."""
+    comp, n = inst.called[0], len(inst.operands) // 2
+    inits = [op.shape for op in inst.operands[n:]]
+    if not all(isinstance(s, Shape) and s.rank == 0 for s in inits):
+        return None  # shape inference reports the bad init values
+    types = [s.dtype for s in inits if isinstance(s, Shape)]
+    want: list[AnyShape] = [Shape(t) for t in types * 2]
+    got: list[AnyShape] = [p.shape for p in comp.parameters]
+    if got != want:
+        return f"reducer {comp.name} takes {_shapes(got)}, must take {_shapes(want)}"
+    result: AnyShape = want[0] if n == 1 else TupleShape(tuple(want[:n]))
+    if comp.root.shape != result:
+        return f"reducer {comp.name} returns {comp.root.shape}, must return {result}"
+    return None
+
+
+def _fusion_signature(ctx: _Context, inst: Instruction) -> str | None:
+    comp = inst.called[0]
+    want = [op.shape for op in inst.operands]
+    got = [p.shape for p in comp.parameters]
+    if got != want:
+        return f"fused computation {comp.name} takes {_shapes(got)}, operands are {_shapes(want)}"
+    return None
+
+
+def _shapes(shapes: list[AnyShape]) -> str:
+    return "(" + ", ".join(map(str, shapes)) + ")"
+
+
+_CALLS: dict[Opcode, InstructionCheck] = {
+    Opcode.REDUCE: _reducer_signature, Opcode.REDUCE_WINDOW: _reducer_signature,
+    Opcode.FUSION: _fusion_signature,
+}  # fmt: skip
+
+
+def _called_computations(ctx: _Context, inst: Instruction) -> str | None:
+    signature = _CALLS.get(inst.opcode)
+    if signature is None:
+        return f"{inst.opcode.value} calls no computation" if inst.called else None
+    if len(inst.called) != 1:
+        return f"{inst.opcode.value} calls exactly one computation, got {len(inst.called)}"
+    if not ctx.in_module(inst.called[0]):
+        return f"calls computation {inst.called[0].name}, which is not in the module"
+    return signature(ctx, inst)
+
+
+def _dims_non_negative(ctx: _Context, inst: Instruction) -> str | None:
+    def arrays(shape: AnyShape) -> list[Shape]:
+        if isinstance(shape, TupleShape):
+            return [a for element in shape.elements for a in arrays(element)]
+        return [shape]
+
+    bad = [s for s in arrays(inst.shape) if any(d < 0 for d in s.dims)]
+    return f"shape {bad[0]} has a negative dimension" if bad else None
+
+
+def _constant_literal(ctx: _Context, inst: Instruction) -> str | None:
+    if inst.opcode is not Opcode.CONSTANT:
+        return None
+    if inst.literal is None or not isinstance(inst.shape, Shape):
+        return "constant needs an array literal and an array shape"
+    lit = inst.literal
+    if lit.dtype != inst.shape.dtype.numpy or lit.shape != inst.shape.dims:
+        return f"literal {lit.dtype}{list(lit.shape)} does not match the shape {inst.shape}"
+    return None
+
+
+def _inferred_shape(ctx: _Context, inst: Instruction) -> str | None:
+    inferred = infer_instruction_shape(inst)
+    if inferred != inst.shape:
+        return f"shape {inst.shape} does not match {inferred}, inferred from its operands"
+    return None
+
+
+INSTRUCTION_CHECKS: list[InstructionCheck] = [
+    _operand_count, _attrs_type, _called_computations, _dims_non_negative, _constant_literal,
+    _inferred_shape,
+]

@@ -1,0 +1,48 @@
+"""The TensorFlow fixtures under tests/data/tf: graph, config, and TF's inputs and outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+TF_DATA = Path(__file__).parent / "data" / "tf"
+
+
+@dataclass(frozen=True)
+class Fixture:
+    name: str
+    graph: Path
+    config: Path
+    args: list[np.ndarray]
+    results: list[np.ndarray]
+
+
+def load_fixture(name: str) -> Fixture:
+    data = np.load(TF_DATA / f"{name}.npz")
+    args = [data[f"arg{i}"] for i in range(_count(data.files, "arg"))]
+    results = [data[f"result{i}"] for i in range(_count(data.files, "result"))]
+    return Fixture(name, TF_DATA / f"{name}.pb", TF_DATA / f"{name}.yaml", args, results)
+
+
+def fixture_names() -> list[str]:
+    return sorted(p.stem for p in TF_DATA.glob("*.npz"))
+
+
+def _count(files: list[str], prefix: str) -> int:
+    return sum(1 for f in files if f.startswith(prefix) and f[len(prefix):].isdigit())
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, rtol: float = 1e-5,
+                 what: str = "") -> None:
+    """Max abs error within ``rtol`` times the largest |expected| (exact for ints and bools)."""
+    actual = np.asarray(actual)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    if expected.dtype.kind not in "fc":
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+        return
+    scale = max(float(np.max(np.abs(expected), initial=0.0)), 1e-30)
+    error = float(np.max(np.abs(actual.astype(np.float64) - expected), initial=0.0))
+    assert error <= rtol * scale, f"{what}: max abs error {error:.3g} > {rtol} * {scale:.3g}"
