@@ -29,6 +29,7 @@ protos: install
 
 lint: install
 	$(VENV)/bin/ruff check aotc tests tools
+	$(VENV)/bin/ruff format --check aotc tests tools
 	$(VENV)/bin/mypy aotc
 
 clean:

@@ -41,16 +41,31 @@ def main() -> None:
 
 @main.command("compile")
 @click.argument("graph", type=click.Path(dir_okay=False))
-@click.option("-c", "--config", type=click.Path(dir_okay=False),
-              help="YAML config (feeds, fetches, target). Default: GRAPH's .yaml if present.")
-@click.option("-o", "--output", "output", metavar="PREFIX",
-              help="Output path prefix: writes PREFIX.o and PREFIX.h. Default: the graph's stem.")
+@click.option(
+    "-c",
+    "--config",
+    type=click.Path(dir_okay=False),
+    help="YAML config (feeds, fetches, target). Default: GRAPH's .yaml if present.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    metavar="PREFIX",
+    help="Output path prefix: writes PREFIX.o and PREFIX.h. Default: the graph's stem.",
+)
 @click.option("--target-triple", help="LLVM target triple, e.g. aarch64-unknown-linux-gnu.")
 @click.option("--target-cpu", help="LLVM CPU name, e.g. generic, skylake-avx512, neoverse-n1.")
 @click.option("--target-features", help='LLVM feature string, e.g. "+avx2,+fma".')
 @reports_errors
-def compile_command(graph: str, config: str | None, output: str | None, target_triple: str | None,
-            target_cpu: str | None, target_features: str | None) -> None:
+def compile_command(
+    graph: str,
+    config: str | None,
+    output: str | None,
+    target_triple: str | None,
+    target_cpu: str | None,
+    target_features: str | None,
+) -> None:
     """Compile GRAPH (a frozen GraphDef, .pb or .pbtxt) to PREFIX.o and PREFIX.h.
 
     \b
@@ -66,8 +81,13 @@ def compile_command(graph: str, config: str | None, output: str | None, target_t
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
-              help="One op per line, or a markdown table with notes.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown"]),
+    default="text",
+    help="One op per line, or a markdown table with notes.",
+)
 def ops(fmt: str) -> None:
     """List the TensorFlow ops aotc can translate."""
     from aotc.frontend.ops.registry import supported_ops

@@ -47,15 +47,22 @@ def load_frontend(graph_path: str | Path, config_path: str | Path | None = None)
     return Frontend(graph, config, signature, module)
 
 
-def compile_graph(graph_path: str | Path, config_path: str | Path | None = None,
-                  target: TargetOverrides = TargetOverrides()) -> CompiledModel:
+def compile_graph(
+    graph_path: str | Path,
+    config_path: str | Path | None = None,
+    target: TargetOverrides = TargetOverrides(),
+) -> CompiledModel:
     """Compile a GraphDef to an in-memory object file and header."""
     front = load_frontend(graph_path, config_path)
     sig = front.signature
-    args = [TensorInfo(f.name, p.array_shape)
-            for f, p in zip(sig.feeds, front.module.entry.parameters)]
-    results = [TensorInfo(f.name, r.array_shape)
-               for f, r in zip(sig.fetches, front.module.entry.root.operands)]
+    args = [
+        TensorInfo(f.name, p.array_shape)
+        for f, p in zip(sig.feeds, front.module.entry.parameters, strict=True)
+    ]
+    results = [
+        TensorInfo(f.name, r.array_shape)
+        for f, r in zip(sig.fetches, front.module.entry.root.operands, strict=True)
+    ]
     return compile_module(front.module, sig.name, args, results, _target_spec(front.config, target))
 
 
@@ -75,8 +82,10 @@ def write_artifacts(model: CompiledModel, object_path: Path, header_path: Path) 
     """Write both files atomically: each goes to a temporary name and is renamed when done."""
     staged: list[tuple[Path, Path]] = []
     try:
-        for final, data in ((object_path, model.object_bytes),
-                            (header_path, model.header.encode())):
+        for final, data in (
+            (object_path, model.object_bytes),
+            (header_path, model.header.encode()),
+        ):
             staged.append((_stage(final, data), final))
     except OutputError:
         for tmp, _ in staged:
@@ -94,6 +103,7 @@ def _stage(path: Path, data: bytes) -> Path:
             f.write(data)
         os.chmod(tmp, 0o644)
     except OSError as err:
-        raise OutputError(f"{path}: cannot write output: {err.strerror or err}; "
-                          f"choose a writable folder with -o") from None
+        raise OutputError(
+            f"{path}: cannot write output: {err.strerror or err}; choose a writable folder with -o"
+        ) from None
     return Path(tmp)

@@ -31,11 +31,12 @@ def fixture_names() -> list[str]:
 
 
 def _count(files: list[str], prefix: str) -> int:
-    return sum(1 for f in files if f.startswith(prefix) and f[len(prefix):].isdigit())
+    return sum(1 for f in files if f.startswith(prefix) and f[len(prefix) :].isdigit())
 
 
-def assert_close(actual: np.ndarray, expected: np.ndarray, rtol: float = 1e-5,
-                 what: str = "") -> None:
+def assert_close(
+    actual: np.ndarray, expected: np.ndarray, rtol: float = 1e-5, what: str = ""
+) -> None:
     """Max abs error within ``rtol`` times the largest |expected| (exact for ints and bools)."""
     actual = np.asarray(actual)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"

@@ -17,11 +17,14 @@ node { name: "x" op: "Placeholder"
 """
 
 
-def run(args: list[str], cwd: Path) -> tuple[int, str]:
-    runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=cwd):
-        result = runner.invoke(main, args, catch_exceptions=False)
-        return result.exit_code, result.output
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # outputs without -o land in the current folder
+
+
+def run(args: list[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result.exit_code, result.output
 
 
 def write(path: Path, text: str) -> Path:
@@ -39,8 +42,9 @@ def assert_one_line_error(code: int, output: str, *needles: str) -> None:
 
 def test_compile_writes_object_and_header(tmp_path: Path) -> None:
     out = tmp_path / "out" / "mlp"
-    code, output = run(["compile", str(TF_DATA / "mlp_b1.pb"), "-c", str(TF_DATA / "mlp_b1.yaml"),
-                        "-o", str(out)], tmp_path)
+    code, output = run(
+        ["compile", str(TF_DATA / "mlp_b1.pb"), "-c", str(TF_DATA / "mlp_b1.yaml"), "-o", str(out)]
+    )
     assert code == 0, output
     assert out.with_suffix(".o").read_bytes()[:4] == b"\x7fELF"
     assert "int mlp_b1_run(" in out.with_suffix(".h").read_text()
@@ -49,9 +53,12 @@ def test_compile_writes_object_and_header(tmp_path: Path) -> None:
 
 def test_compile_without_config_or_output_uses_graph_stem(tmp_path: Path) -> None:
     graph = tmp_path / "tiny.pbtxt"
-    write(graph, PLACEHOLDER % 2 + 'node { name: "y" op: "Relu" input: "x" '
-          'attr { key: "T" value { type: DT_FLOAT } } }')
-    code, output = run(["compile", str(graph)], tmp_path)
+    write(
+        graph,
+        PLACEHOLDER % 2 + 'node { name: "y" op: "Relu" input: "x" '
+        'attr { key: "T" value { type: DT_FLOAT } } }',
+    )
+    code, output = run(["compile", str(graph)])
     assert code == 0, output
     assert "tiny.o" in output and "tiny.h" in output
 
@@ -59,12 +66,17 @@ def test_compile_without_config_or_output_uses_graph_stem(tmp_path: Path) -> Non
 BAD_GRAPHS = {
     "missing.pb": (None, ["missing.pb"]),
     "random.pb": (b"\x8a\x01garbage\xff\xfe not a graph at all", ["random.pb"]),
-    "unsupported.pbtxt": (PLACEHOLDER % 2
-                          + 'node { name: "a" op: "FancyOp" input: "x" }\n'
-                          + 'node { name: "b" op: "OtherOp" input: "a" }',
-                          ["'a' (FancyOp)", "'b' (OtherOp)", "aotc ops"]),
-    "unknown_dim.pbtxt": (PLACEHOLDER % -1 + 'node { name: "y" op: "Relu" input: "x" '
-                          'attr { key: "T" value { type: DT_FLOAT } } }', ["x", "shape"]),
+    "unsupported.pbtxt": (
+        PLACEHOLDER % 2
+        + 'node { name: "a" op: "FancyOp" input: "x" }\n'
+        + 'node { name: "b" op: "OtherOp" input: "a" }',
+        ["'a' (FancyOp)", "'b' (OtherOp)", "aotc ops"],
+    ),
+    "unknown_dim.pbtxt": (
+        PLACEHOLDER % -1 + 'node { name: "y" op: "Relu" input: "x" '
+        'attr { key: "T" value { type: DT_FLOAT } } }',
+        ["x", "shape"],
+    ),
 }
 
 
@@ -77,7 +89,7 @@ def test_bad_graph_gives_one_line_and_no_output(tmp_path: Path, name: str) -> No
     elif content is not None:
         graph.write_text(content)
     out = tmp_path / "out"
-    code, output = run(["compile", str(graph), "-o", str(out / "m")], tmp_path)
+    code, output = run(["compile", str(graph), "-o", str(out / "m")])
     assert_one_line_error(code, output, *needles)
     assert not out.exists() or not any(out.iterdir())
 
@@ -96,28 +108,38 @@ def test_bad_config_gives_one_line_and_no_output(tmp_path: Path, case: str) -> N
     text, needles = BAD_CONFIGS[case]
     config = write(tmp_path / "bad.yaml", text)
     out = tmp_path / "out"
-    code, output = run(["compile", str(TF_DATA / "mlp_b1.pb"), "-c", str(config),
-                        "-o", str(out / "m")], tmp_path)
+    code, output = run(
+        ["compile", str(TF_DATA / "mlp_b1.pb"), "-c", str(config), "-o", str(out / "m")]
+    )
     assert_one_line_error(code, output, "bad.yaml", *needles)
     assert not out.exists()
 
 
 def test_unknown_target_is_a_clear_error(tmp_path: Path) -> None:
-    code, output = run(["compile", str(TF_DATA / "mlp_b1.pb"), "-c", str(TF_DATA / "mlp_b1.yaml"),
-                        "--target-triple", "nonsense-vendor-os", "-o", str(tmp_path / "m")],
-                       tmp_path)
+    code, output = run(
+        [
+            "compile",
+            str(TF_DATA / "mlp_b1.pb"),
+            "-c",
+            str(TF_DATA / "mlp_b1.yaml"),
+            "--target-triple",
+            "nonsense-vendor-os",
+            "-o",
+            str(tmp_path / "m"),
+        ]
+    )
     assert_one_line_error(code, output, "nonsense-vendor-os")
     assert not list(tmp_path.glob("m.*"))
 
 
 def test_usage_error_exits_2(tmp_path: Path) -> None:
-    code, _ = run(["compile"], tmp_path)
+    code, _ = run(["compile"])
     assert code == 2
 
 
 def test_ops_lists_supported_ops(tmp_path: Path) -> None:
-    code, output = run(["ops"], tmp_path)
+    code, output = run(["ops"])
     assert code == 0
     assert {"MatMul", "Softmax", "Reshape", "Cast"} <= set(output.split())
-    code, output = run(["ops", "--format", "markdown"], tmp_path)
+    code, output = run(["ops", "--format", "markdown"])
     assert code == 0 and "| `MatMul` |" in output

@@ -38,8 +38,13 @@ from aotc.hlo.verify import verify_module
 pytestmark = pytest.mark.filterwarnings("error")  # overflow, invalid, ... must stay silent
 
 F16, F32, F64 = PrimitiveType.F16, PrimitiveType.F32, PrimitiveType.F64
-S8, S32, S64, U8, U32 = (PrimitiveType.S8, PrimitiveType.S32, PrimitiveType.S64,
-                         PrimitiveType.U8, PrimitiveType.U32)
+S8, S32, S64, U8, U32 = (
+    PrimitiveType.S8,
+    PrimitiveType.S32,
+    PrimitiveType.S64,
+    PrimitiveType.U8,
+    PrimitiveType.U32,
+)
 PRED = PrimitiveType.PRED
 INT32_MIN, INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
@@ -107,11 +112,18 @@ def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
         np.testing.assert_array_equal(np.where(np.isnan(actual), False, np.signbit(actual)), signs)
 
 
-def new(b: ComputationBuilder, opcode: Opcode, shape: AnyShape, operands: Sequence[Instruction],
-        attrs: Attrs = None, called: Sequence[Computation] = ()) -> Instruction:
+def new(
+    b: ComputationBuilder,
+    opcode: Opcode,
+    shape: AnyShape,
+    operands: Sequence[Instruction],
+    attrs: Attrs = None,
+    called: Sequence[Computation] = (),
+) -> Instruction:
     """An instruction the builder has no helper for (convolution, reduce-window, ...)."""
-    inst = Instruction(b.names.get(opcode.value), opcode, shape, list(operands), attrs,
-                       called=list(called))
+    inst = Instruction(
+        b.names.get(opcode.value), opcode, shape, list(operands), attrs, called=list(called)
+    )
     return b.add(inst)
 
 
@@ -137,8 +149,9 @@ def test_result_is_a_private_copy() -> None:
 def test_constant_and_iota() -> None:
     def body(mb: ModuleBuilder, b: ComputationBuilder, p: list[Instruction]) -> Instruction:
         iota = b.iota(Shape(S32, (2, 3)), 1)
-        return b.tuple([b.constant(np.array([[1.5, 2]], np.float32)), iota,
-                        b.iota(Shape(F32, (2, 2)), 0)])
+        return b.tuple(
+            [b.constant(np.array([[1.5, 2]], np.float32)), iota, b.iota(Shape(F32, (2, 2)), 0)]
+        )
 
     const, iota, fiota = run(body)
     assert_same(const, np.array([[1.5, 2]], np.float32))
@@ -185,8 +198,10 @@ def test_sign_abs_negate_not_is_finite() -> None:
     assert_same(run_unary(Opcode.NEGATE, np.array([1], np.uint8)), np.array([255], np.uint8))
     assert_same(run_unary(Opcode.NOT, np.array([True, False])), np.array([False, True]))
     assert_same(run_unary(Opcode.NOT, i32(0, 5)), i32(-1, -6))
-    assert_same(run_unary(Opcode.IS_FINITE, f32(1, np.inf, -np.inf, np.nan)),
-                np.array([True, False, False, False]))
+    assert_same(
+        run_unary(Opcode.IS_FINITE, f32(1, np.inf, -np.inf, np.nan)),
+        np.array([True, False, False, False]),
+    )
 
 
 def test_copy_and_f16_math() -> None:
@@ -200,10 +215,13 @@ def test_copy_and_f16_math() -> None:
 
 def test_convert_float_to_int_truncates_and_saturates() -> None:
     x = f32(1.9, -1.9, np.nan, np.inf, -np.inf, 3e9, -3e9, 2147483520.0)
-    assert_same(run_convert(x, S32),
-                i32(1, -1, 0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 2147483520))
-    assert_same(run_convert(f32(-1.5, -0.5, 300, 255.9, np.nan), U8),
-                np.array([0, 0, 255, 255, 0], np.uint8))
+    assert_same(
+        run_convert(x, S32), i32(1, -1, 0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 2147483520)
+    )
+    assert_same(
+        run_convert(f32(-1.5, -0.5, 300, 255.9, np.nan), U8),
+        np.array([0, 0, 255, 255, 0], np.uint8),
+    )
     big = np.array([1e19, -1e19, 2.0**63, -(2.0**63)], np.float64)
     i64 = np.iinfo(np.int64)
     assert_same(run_convert(big, S64), np.array([i64.max, i64.min, i64.max, i64.min], np.int64))
@@ -254,8 +272,10 @@ def test_integer_power() -> None:
     expected = [2**10, 0, 1, 0, -1, 1, pow(3, 41, 2**32), 0, -8, 1]
     expected[6] -= 2**32 if expected[6] >= 2**31 else 0
     assert_same(run_binary(Opcode.POWER, x, y), i32(*expected))
-    assert_same(run_binary(Opcode.POWER, np.array([3], np.uint8), np.array([5], np.uint8)),
-                np.array([243], np.uint8))
+    assert_same(
+        run_binary(Opcode.POWER, np.array([3], np.uint8), np.array([5], np.uint8)),
+        np.array([243], np.uint8),
+    )
 
 
 def test_float_power_and_atan2() -> None:
@@ -268,10 +288,14 @@ def test_float_power_and_atan2() -> None:
 
 def test_wrapping_arithmetic_and_logic() -> None:
     s8 = np.array([127, -128, 100], np.int8)
-    assert_same(run_binary(Opcode.ADD, s8, np.array([1, -1, 100], np.int8)),
-                np.array([-128, 127, -56], np.int8))
-    assert_same(run_binary(Opcode.SUBTRACT, s8, np.array([-1, 1, 0], np.int8)),
-                np.array([-128, 127, 100], np.int8))
+    assert_same(
+        run_binary(Opcode.ADD, s8, np.array([1, -1, 100], np.int8)),
+        np.array([-128, 127, -56], np.int8),
+    )
+    assert_same(
+        run_binary(Opcode.SUBTRACT, s8, np.array([-1, 1, 0], np.int8)),
+        np.array([-128, 127, 100], np.int8),
+    )
     assert_same(run_binary(Opcode.MULTIPLY, i32(65536), i32(65536)), i32(0))
     t, f = np.array([True, True, False]), np.array([True, False, False])
     assert_same(run_binary(Opcode.AND, t, f), t & f)
@@ -301,11 +325,13 @@ def test_select_and_clamp() -> None:
     pred = np.array([True, False, True])
     out = run(lambda mb, b, p: b.select(p[0], p[1], p[2]), pred, i32(1, 2, 3), i32(4, 5, 6))
     assert_same(out, i32(1, 5, 3))
-    out = run(lambda mb, b, p: b.clamp(p[0], p[1], p[2]), f32(0, 0, np.nan), f32(-1, 5, 1),
-              f32(2, 2, 2))
+    out = run(
+        lambda mb, b, p: b.clamp(p[0], p[1], p[2]), f32(0, 0, np.nan), f32(-1, 5, 1), f32(2, 2, 2)
+    )
     assert_same(out, f32(0, 2, np.nan))
-    scalar_bounds = run(lambda mb, b, p: b.clamp(b.constant(0, F32), p[0],
-                                                 b.constant(6, F32)), f32(-3, 3, 9))
+    scalar_bounds = run(
+        lambda mb, b, p: b.clamp(b.constant(0, F32), p[0], b.constant(6, F32)), f32(-3, 3, 9)
+    )
     assert_same(scalar_bounds, f32(0, 3, 6))
 
 
@@ -313,8 +339,9 @@ def test_select_and_clamp() -> None:
 
 
 def test_bitcast_reinterprets_bytes() -> None:
-    out = run(lambda mb, b, p: new(b, Opcode.BITCAST, Shape(S32, (2, 2)), [p[0]]),
-              f32(1, -2, 0, 0.5))
+    out = run(
+        lambda mb, b, p: new(b, Opcode.BITCAST, Shape(S32, (2, 2)), [p[0]]), f32(1, -2, 0, 0.5)
+    )
     assert_same(out, f32(1, -2, 0, 0.5).view(np.int32).reshape(2, 2))
 
 
@@ -332,9 +359,17 @@ def test_broadcast_maps_operand_dims() -> None:
 
 def test_reshape_transpose_reverse_concatenate() -> None:
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    reshape, transpose, reverse, concat = run(lambda mb, b, p: b.tuple([
-        b.reshape(p[0], (4, 6)), b.transpose(p[0], (2, 0, 1)), b.reverse(p[0], (0, 2)),
-        b.concatenate([p[0], p[0]], 1)]), x)
+    reshape, transpose, reverse, concat = run(
+        lambda mb, b, p: b.tuple(
+            [
+                b.reshape(p[0], (4, 6)),
+                b.transpose(p[0], (2, 0, 1)),
+                b.reverse(p[0], (0, 2)),
+                b.concatenate([p[0], p[0]], 1),
+            ]
+        ),
+        x,
+    )
     assert_same(reshape, x.reshape(4, 6))
     assert_same(transpose, x.transpose(2, 0, 1))
     assert_same(reverse, x[::-1, :, ::-1])
@@ -398,8 +433,12 @@ def naive_conv(x: np.ndarray, w: np.ndarray, window: Window, groups: int) -> np.
     o, i, kh, kw = w.shape
     (dy, dx) = window.dims
     dilated = [(s - 1) * d.lhs_dilation + 1 for s, d in ((h, dy), (wd, dx))]
-    oh, ow = (si.window_output_size(s, 0, d.size, d.stride, d.pad_low, d.pad_high, d.lhs_dilation,
-                                    d.rhs_dilation) for s, d in ((h, dy), (wd, dx)))
+    oh, ow = (
+        si.window_output_size(
+            s, 0, d.size, d.stride, d.pad_low, d.pad_high, d.lhs_dilation, d.rhs_dilation
+        )
+        for s, d in ((h, dy), (wd, dx))
+    )
     out = np.zeros((n, o, oh, ow), np.float64)
     for b_, oz, oy, ox in itertools.product(range(n), range(o), range(oh), range(ow)):
         g = oz // (o // groups)
@@ -444,11 +483,16 @@ def test_convolution_nhwc_layout_and_speed() -> None:
     start = time.perf_counter()
     out = evaluate(module, [x, w])
     assert time.perf_counter() - start < 0.5
-    expected = naive_conv(x.transpose(0, 3, 1, 2)[:, :, :6, :6].astype(np.float64),
-                          w.transpose(3, 2, 0, 1).astype(np.float64), window, 1)
+    expected = naive_conv(
+        x.transpose(0, 3, 1, 2)[:, :, :6, :6].astype(np.float64),
+        w.transpose(3, 2, 0, 1).astype(np.float64),
+        window,
+        1,
+    )
     assert isinstance(out, np.ndarray) and out.shape == (1, 32, 32, 32)
-    np.testing.assert_allclose(out.transpose(0, 3, 1, 2)[:, :, :5, :5], expected[:, :, :5, :5],
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        out.transpose(0, 3, 1, 2)[:, :, :5, :5], expected[:, :, :5, :5], rtol=1e-4, atol=1e-4
+    )
 
 
 def test_convolution_batch_groups_are_unsupported() -> None:
@@ -493,8 +537,9 @@ def argmax_reducer(mb: ModuleBuilder) -> Computation:
     bv, bi = b.parameter(2, Shape(F32), "bv"), b.parameter(3, Shape(S32), "bi")
     gt = b.compare(av, bv, ComparisonDirection.GT)
     eq = b.compare(av, bv, ComparisonDirection.EQ)
-    a_wins = b.binary(Opcode.OR, gt, b.binary(Opcode.AND, eq,
-                                               b.compare(ai, bi, ComparisonDirection.LT)))
+    a_wins = b.binary(
+        Opcode.OR, gt, b.binary(Opcode.AND, eq, b.compare(ai, bi, ComparisonDirection.LT))
+    )
     root = b.tuple([b.select(a_wins, av, bv), b.select(a_wins, ai, bi)])
     comp = b.build(root)
     return comp
@@ -515,8 +560,9 @@ def test_variadic_reduce_argmax() -> None:
     assert_same(indices, x.argmax(axis=1).astype(np.int32))
 
 
-def reducer_with(mb: ModuleBuilder, make: Callable[[ComputationBuilder, Instruction,
-                                                    Instruction], Instruction]) -> Computation:
+def reducer_with(
+    mb: ModuleBuilder, make: Callable[[ComputationBuilder, Instruction, Instruction], Instruction]
+) -> Computation:
     b = mb.computation("reducer")
     comp = b.build(make(b, b.parameter(0, Shape(F32), "x"), b.parameter(1, Shape(F32), "y")))
     return comp
@@ -540,24 +586,39 @@ def reduce_window_module(x: Shape, window: Window, opcode: Opcode, init: float) 
     def body(mb: ModuleBuilder, b: ComputationBuilder, p: list[Instruction]) -> Instruction:
         init_inst = b.constant(init, x.dtype)
         shape = si.infer_reduce_window_shape([x], [init_inst.array_shape], window)
-        return new(b, Opcode.REDUCE_WINDOW, shape, [p[0], init_inst], ReduceWindowAttrs(window),
-                   [mb.reducer(opcode, x.dtype)])
+        return new(
+            b,
+            Opcode.REDUCE_WINDOW,
+            shape,
+            [p[0], init_inst],
+            ReduceWindowAttrs(window),
+            [mb.reducer(opcode, x.dtype)],
+        )
 
     return build(body, x)
 
 
-def naive_pool(x: np.ndarray, window: Window, fn: Callable[[np.ndarray], float],
-               init: float) -> np.ndarray:
-    padded = ev.pad(x, init, [PadDim(w.pad_low, w.pad_high, w.lhs_dilation - 1)
-                              for w in window.dims])
-    out_dims = [si.window_output_size(n, 0, w.size, w.stride, w.pad_low, w.pad_high,
-                                      w.lhs_dilation, w.rhs_dilation)
-                for n, w in zip(x.shape, window.dims, strict=True)]
+def naive_pool(
+    x: np.ndarray, window: Window, fn: Callable[[np.ndarray], float], init: float
+) -> np.ndarray:
+    padded = ev.pad(
+        x, init, [PadDim(w.pad_low, w.pad_high, w.lhs_dilation - 1) for w in window.dims]
+    )
+    out_dims = [
+        si.window_output_size(
+            n, 0, w.size, w.stride, w.pad_low, w.pad_high, w.lhs_dilation, w.rhs_dilation
+        )
+        for n, w in zip(x.shape, window.dims, strict=True)
+    ]
     out = np.empty(out_dims, x.dtype)
     for index in np.ndindex(*out_dims):
         starts = [i * w.stride for i, w in zip(index, window.dims, strict=True)]
-        region = padded[tuple(slice(s, s + (w.size - 1) * w.rhs_dilation + 1, w.rhs_dilation)
-                              for s, w in zip(starts, window.dims, strict=True))]
+        region = padded[
+            tuple(
+                slice(s, s + (w.size - 1) * w.rhs_dilation + 1, w.rhs_dilation)
+                for s, w in zip(starts, window.dims, strict=True)
+            )
+        ]
         out[index] = fn(np.append(region.ravel(), init))
     return out
 
@@ -616,8 +677,9 @@ def test_f16_reductions_fast_and_generic_paths() -> None:
         reducer = rb.build(rb.binary(Opcode.ADD, v, rb.binary(Opcode.ADD, u, rb.constant(0, F16))))
         init = b.constant(0, F16)
         shape = si.infer_reduce_window_shape([p[0].array_shape], [init.array_shape], window)
-        return new(b, Opcode.REDUCE_WINDOW, shape, [p[0], init], ReduceWindowAttrs(window),
-                   [reducer])
+        return new(
+            b, Opcode.REDUCE_WINDOW, shape, [p[0], init], ReduceWindowAttrs(window), [reducer]
+        )
 
     assert_same(run(body, x), np.array([[3, 7], [0.75, 9]], np.float16))
 

@@ -82,16 +82,22 @@ def _contractions(mb: ModuleBuilder, b: ComputationBuilder) -> list[Instruction]
 
 def _constants(mb: ModuleBuilder, b: ComputationBuilder) -> list[Instruction]:
     values = [
-        np.array(True), np.array([True, False, True]),
-        np.arange(-3, 3, dtype=np.int8), np.array([-32768, 32767], np.int16),
-        np.array(-(2**31), np.int32), np.array([2**63 - 1, -(2**63)], np.int64),
-        np.array([0, 255], np.uint8), np.array([65535], np.uint16),
-        np.array([2**32 - 1], np.uint32), np.array([2**64 - 1, 0], np.uint64),
+        np.array(True),
+        np.array([True, False, True]),
+        np.arange(-3, 3, dtype=np.int8),
+        np.array([-32768, 32767], np.int16),
+        np.array(-(2**31), np.int32),
+        np.array([2**63 - 1, -(2**63)], np.int64),
+        np.array([0, 255], np.uint8),
+        np.array([65535], np.uint16),
+        np.array([2**32 - 1], np.uint32),
+        np.array([2**64 - 1, 0], np.uint64),
         np.array([0.1, -0.0, 65504, 6e-8, np.inf, -np.inf, np.nan], np.float16),
         np.array([0.1, 1 / 3, 3.4028235e38, 1e-45, -np.inf, np.nan, 1e10], np.float32),
         np.array([0.1, 1 / 3, 1.7976931348623157e308, 5e-324, np.inf, np.nan], np.float64),
         np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7,
-        np.zeros((2, 0, 3), np.float32), np.zeros((0,), np.int32),
+        np.zeros((2, 0, 3), np.float32),
+        np.zeros((0,), np.int32),
         np.array(1.5, np.float32),
     ]
     return [b.constant(v) for v in values]
@@ -100,13 +106,23 @@ def _constants(mb: ModuleBuilder, b: ComputationBuilder) -> list[Instruction]:
 def full_module() -> Module:
     mb = ModuleBuilder("everything")
     b = mb.computation("main")
-    results = [*_data_movement(mb, b), *_elementwise(mb, b), *_contractions(mb, b),
-               *_constants(mb, b)]
+    results = [
+        *_data_movement(mb, b),
+        *_elementwise(mb, b),
+        *_contractions(mb, b),
+        *_constants(mb, b),
+    ]
     return mb.build(b.build(b.tuple(results)))
 
 
-def _inst(name: str, opcode: Opcode, shape: Shape, operands: list[Instruction],
-          attrs: object = None, called: list[Computation] | None = None) -> Instruction:
+def _inst(
+    name: str,
+    opcode: Opcode,
+    shape: Shape,
+    operands: list[Instruction],
+    attrs: object = None,
+    called: list[Computation] | None = None,
+) -> Instruction:
     return Instruction(name, opcode, shape, operands, attrs, called=called or [])  # type: ignore[arg-type]
 
 
@@ -122,19 +138,41 @@ def windowed_module() -> Module:
     ker = b.parameter(1, f32(2, 2, 1, 4), "ker")
     dims = ConvDims(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2))
     window = Window((WindowDim(2, 2, 0, 1, 1, 2), WindowDim(2, 1, 1, 0, 1, 1)))
-    conv = b.add(_inst("conv", Opcode.CONVOLUTION, f32(1, 2, 5, 4), [img, ker],
-                       ConvAttrs(window, dims, feature_group_count=2)))
+    conv = b.add(
+        _inst(
+            "conv",
+            Opcode.CONVOLUTION,
+            f32(1, 2, 5, 4),
+            [img, ker],
+            ConvAttrs(window, dims, feature_group_count=2),
+        )
+    )
     zero = b.constant(np.float32(0))
     pool_window = Window((WindowDim(1), WindowDim(2, 2), WindowDim(2, 1), WindowDim(1)))
-    pool = b.add(_inst("pool", Opcode.REDUCE_WINDOW, f32(1, 2, 4, 2), [img, zero],
-                       ReduceWindowAttrs(pool_window), [add]))
+    pool = b.add(
+        _inst(
+            "pool",
+            Opcode.REDUCE_WINDOW,
+            f32(1, 2, 4, 2),
+            [img, zero],
+            ReduceWindowAttrs(pool_window),
+            [add],
+        )
+    )
     flat_dims = ConvDims(0, 1, (), 0, 1, (), 0, 1, ())
-    plain = b.add(_inst("conv.1x1", Opcode.CONVOLUTION, f32(1, 1),
-                        [b.reshape(ker, (1, 16)), b.reshape(ker, (16, 1))],
-                        ConvAttrs(Window(()), flat_dims)))
+    plain = b.add(
+        _inst(
+            "conv.1x1",
+            Opcode.CONVOLUTION,
+            f32(1, 1),
+            [b.reshape(ker, (1, 16)), b.reshape(ker, (16, 1))],
+            ConvAttrs(Window(()), flat_dims),
+        )
+    )
     z = b.parameter(2, f32(1, 4, 4, 2), "z")
-    fusion = b.add(_inst("fusion", Opcode.FUSION, f32(1, 4, 4, 2), [z], FusionAttrs("kLoop"),
-                         [fused]))
+    fusion = b.add(
+        _inst("fusion", Opcode.FUSION, f32(1, 4, 4, 2), [z], FusionAttrs("kLoop"), [fused])
+    )
     module = mb.build(b.build(b.tuple([conv, pool, plain, fusion])))
     module.add_computation(fused)
     return module
@@ -348,8 +386,9 @@ def test_parses_xla_style_with_callee_after_use() -> None:
     entry = module.entry
     assert entry.name == "entry" and module.computations[-1] is entry
     by_name = {i.name: i for i in entry.instructions}
-    assert by_name["pad"].attrs == PadAttrs((PadDim(0, 0), PadDim(0, 0), PadDim(2, 2, 1),
-                                             PadDim(2, 2)))
+    assert by_name["pad"].attrs == PadAttrs(
+        (PadDim(0, 0), PadDim(0, 0), PadDim(2, 2, 1), PadDim(2, 2))
+    )
     assert by_name["scalar"].attrs == SliceAttrs((), (), ())
     assert by_name["gte"].attrs == TupleIndex(0)
     assert by_name["p"].shape == TupleShape((f32(2), Shape(S32)))
@@ -376,8 +415,9 @@ def test_parses_text_without_header_and_with_forward_references() -> None:
 
 
 def test_last_computation_is_entry_without_entry_marker() -> None:
-    module = parse_module("c1 {\n ROOT p = f32[] parameter(0)\n}\n"
-                          "c2 {\n ROOT q = s32[] parameter(0)\n}")
+    module = parse_module(
+        "c1 {\n ROOT p = f32[] parameter(0)\n}\nc2 {\n ROOT q = s32[] parameter(0)\n}"
+    )
     assert module.entry.name == "c2"
 
 
@@ -386,67 +426,84 @@ def test_last_computation_is_entry_without_entry_marker() -> None:
 ERRORS = {
     "unknown opcode": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] custom-call(p)\n}",
-        r"<hlo>:3:19: unknown opcode 'custom-call'"),
+        r"<hlo>:3:19: unknown opcode 'custom-call'",
+    ),
     "undefined operand": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] add(p, q)\n}",
-        r"<hlo>:3:26: operand 'q' is not defined in computation 'e'"),
+        r"<hlo>:3:26: operand 'q' is not defined in computation 'e'",
+    ),
     "elided constant": (
         "ENTRY e {\n  ROOT c = f32[9] constant({...})\n}",
-        r"<hlo>:2:28: bad constant .*elided"),
+        r"<hlo>:2:28: bad constant .*elided",
+    ),
     "dynamic shape": (
         "ENTRY e {\n  ROOT p = f32[<=4] parameter(0)\n}",
-        r"<hlo>:2:12: dynamic shapes are unsupported"),
+        r"<hlo>:2:12: dynamic shapes are unsupported",
+    ),
     "unbounded dynamic shape": (
         "ENTRY e {\n  ROOT p = f32[?,4] parameter(0)\n}",
-        r"<hlo>:2:12: dynamic shapes are unsupported"),
+        r"<hlo>:2:12: dynamic shapes are unsupported",
+    ),
     "truncated": (
         "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] add(p,",
-        r"<hlo>:5:25: expected an operand name, found end of input"),
+        r"<hlo>:5:25: expected an operand name, found end of input",
+    ),
     "truncated body": (
         "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n",
-        r"<hlo>:3:1: expected an instruction name or '}', found end of input"),
+        r"<hlo>:3:1: expected an instruction name or '}', found end of input",
+    ),
     "mismatched paren": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] add(p, p}\n}",
-        r"<hlo>:3:27: expected ',' or '\)', found '}'"),
+        r"<hlo>:3:27: expected ',' or '\)', found '}'",
+    ),
     "mismatched attribute bracket": (
-        "ENTRY e {\n  ROOT p = f32[2] parameter(0), metadata={op_name=\"x\"]\n}",
-        r"<hlo>:2:54: '\]' does not close '{'"),
+        'ENTRY e {\n  ROOT p = f32[2] parameter(0), metadata={op_name="x"]\n}',
+        r"<hlo>:2:54: '\]' does not close '{'",
+    ),
     "token": (
         "ENTRY e {\n  ROOT t = token[] after-all()\n}",
-        r"<hlo>:2:12: element type 'token' in token\[\] is unsupported"),
-    "bf16": (
-        "ENTRY e {\n  ROOT p = bf16[2] parameter(0)\n}",
-        r"<hlo>:2:12: element type 'bf16'"),
+        r"<hlo>:2:12: element type 'token' in token\[\] is unsupported",
+    ),
+    "bf16": ("ENTRY e {\n  ROOT p = bf16[2] parameter(0)\n}", r"<hlo>:2:12: element type 'bf16'"),
     "missing computation": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  z = f32[] constant(0)\n"
         "  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=%sum\n}",
-        r"<hlo>:4:57: computation 'sum' is not defined"),
+        r"<hlo>:4:57: computation 'sum' is not defined",
+    ),
     "missing attribute": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT b = f32[3,2] broadcast(p)\n}",
-        r"<hlo>:3:8: broadcast 'b' needs a 'dimensions' attribute"),
+        r"<hlo>:3:8: broadcast 'b' needs a 'dimensions' attribute",
+    ),
     "bad attribute": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT c = pred[2] compare(p, p), direction=XX\n}",
-        r"<hlo>:3:45: bad 'direction' value 'XX'"),
+        r"<hlo>:3:45: bad 'direction' value 'XX'",
+    ),
     "window reversal": (
         "ENTRY e {\n  p = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
         "  ROOT r = f32[4] reduce-window(p, z), window={size=2 rhs_reversal=1}, to_apply=e\n}",
-        r"<hlo>:4:47: .*window field 'rhs_reversal' is unsupported"),
+        r"<hlo>:4:47: .*window field 'rhs_reversal' is unsupported",
+    ),
     "constant size": (
         "ENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}",
-        r"<hlo>:2:28: .*has 2 values but f32\[3\] has 3"),
+        r"<hlo>:2:28: .*has 2 values but f32\[3\] has 3",
+    ),
     "constant value": (
         "ENTRY e {\n  ROOT c = s8[2] constant({1, 300})\n}",
-        r"<hlo>:2:27: bad constant .*not a valid int8"),
+        r"<hlo>:2:27: bad constant .*not a valid int8",
+    ),
     "duplicate name": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  p = f32[2] parameter(1)\n"
         "  ROOT r = f32[2] add(p, p)\n}",
-        r"<hlo>:3:3: instruction 'p' is defined twice"),
+        r"<hlo>:3:3: instruction 'p' is defined twice",
+    ),
     "two roots": (
         "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n  ROOT q = f32[2] parameter(1)\n}",
-        r"<hlo>:3:8: computation 'e' has more than one ROOT"),
+        r"<hlo>:3:8: computation 'e' has more than one ROOT",
+    ),
     "unterminated comment": (
         "ENTRY e {\n  /* never closed\n  ROOT p = f32[2] parameter(0)\n}",
-        r"<hlo>:2:3: expected an instruction name or '}', found '/\*'"),
+        r"<hlo>:2:3: expected an instruction name or '}', found '/\*'",
+    ),
     "empty": ("  // nothing\n", r"<hlo>:2:1: expected a computation"),
 }
 
@@ -468,7 +525,9 @@ def test_error_names_the_source() -> None:
 
 def test_assert_hlo_equal_ignores_layouts_sigils_and_spacing() -> None:
     module = parse_module(JAX_REDUCE)
-    assert_hlo_equal(module, """
+    assert_hlo_equal(
+        module,
+        """
     region_0.1 {
       Arg_0.2 = f32[] parameter(0)
       Arg_1.3 = f32[] parameter(1)
@@ -479,7 +538,8 @@ def test_assert_hlo_equal_ignores_layouts_sigils_and_spacing() -> None:
       constant.5 = f32[] constant(0)
       multiply.1 = f32[8,128] multiply(Arg_0.1, Arg_0.1)
       ROOT reduce.7 = f32[8]{0} reduce(multiply.1, constant.5), dimensions={1}, to_apply=region_0.1
-    }""")
+    }""",
+    )
 
 
 def test_assert_hlo_equal_wildcards_and_failures() -> None:

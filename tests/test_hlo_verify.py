@@ -44,27 +44,41 @@ def valid_module() -> Module:
     dot = b.dot(x, w, DotDims((1,), (0,)))
     biased = b.binary(Opcode.ADD, dot, b.broadcast(bias, (2, 4), (1,)))
     zero = b.constant(0, F32)
-    relu = b.select(b.compare(biased, b.broadcast(zero, (2, 4), ()), ComparisonDirection.GT),
-                    biased, b.broadcast(zero, (2, 4), ()))
+    relu = b.select(
+        b.compare(biased, b.broadcast(zero, (2, 4), ()), ComparisonDirection.GT),
+        biased,
+        b.broadcast(zero, (2, 4), ()),
+    )
     total = b.reduce([relu], [zero], [1], mb.reducer(Opcode.ADD, F32))
     padded = b.pad(relu, zero, (PadDim(1, 1), PadDim(0, -1, 1)))
     sliced = b.slice(padded, (0, 0), (4, 6), (2, 3))
     image = b.reshape(relu, (1, 2, 4, 1))
     kernel = b.constant(np.ones((2, 2, 1, 3), np.float32))
-    conv_attrs = ConvAttrs(Window((WindowDim(2, 1, 0, 1), WindowDim(2, 2, 0, 0))),
-                           ConvDims(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2)))
+    conv_attrs = ConvAttrs(
+        Window((WindowDim(2, 1, 0, 1), WindowDim(2, 2, 0, 0))),
+        ConvDims(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2)),
+    )
     conv_shape = si.infer_convolution_shape(image.array_shape, kernel.array_shape, conv_attrs)
     conv = b.add(Instruction("conv", Opcode.CONVOLUTION, conv_shape, [image, kernel], conv_attrs))
     window = Window((WindowDim(2, 1, 0, 1), WindowDim(3, 1, 1, 1)))
-    pool = b.add(Instruction("pool", Opcode.REDUCE_WINDOW,
-                             si.infer_reduce_window_shape([relu.array_shape], [Shape(F32)], window),
-                             [relu, zero], ReduceWindowAttrs(window),
-                             called=[mb.reducer(Opcode.MAXIMUM, F32)]))
+    pool = b.add(
+        Instruction(
+            "pool",
+            Opcode.REDUCE_WINDOW,
+            si.infer_reduce_window_shape([relu.array_shape], [Shape(F32)], window),
+            [relu, zero],
+            ReduceWindowAttrs(window),
+            called=[mb.reducer(Opcode.MAXIMUM, F32)],
+        )
+    )
     fb = mb.computation("fused")
     fp = fb.parameter(0, Shape(F32, (2,)), "fp")
     fused = fb.build(fb.unary(Opcode.EXP, fp))
-    fusion = b.add(Instruction("fusion", Opcode.FUSION, Shape(F32, (2,)), [total],
-                               FusionAttrs("kLoop"), called=[fused]))
+    fusion = b.add(
+        Instruction(
+            "fusion", Opcode.FUSION, Shape(F32, (2,)), [total], FusionAttrs("kLoop"), called=[fused]
+        )
+    )
     root = b.tuple([fusion, sliced, conv, pool, b.iota(Shape(S32, (3,)), 0)])
     module = mb.build(b.build(root))
     module.add_computation(fused)
@@ -137,8 +151,9 @@ def duplicate_name(m: Module) -> None:
 
 def bad_reducer_arity(m: Module) -> None:
     add_comp = find(m, "reduce").called[0]
-    add_comp.instructions.append(Instruction("extra", Opcode.PARAMETER, Shape(F32),
-                                             attrs=ParameterAttrs(2)))
+    add_comp.instructions.append(
+        Instruction("extra", Opcode.PARAMETER, Shape(F32), attrs=ParameterAttrs(2))
+    )
 
 
 def bad_reducer_types(m: Module) -> None:
@@ -161,8 +176,11 @@ def wrong_literal(m: Module) -> None:
 def call_cycle(m: Module) -> None:
     fused = find(m, "fusion").called[0]
     inner = fused.instructions[0]
-    fused.instructions.append(Instruction("again", Opcode.FUSION, Shape(F32, (2,)), [inner],
-                                          FusionAttrs("kLoop"), called=[fused]))
+    fused.instructions.append(
+        Instruction(
+            "again", Opcode.FUSION, Shape(F32, (2,)), [inner], FusionAttrs("kLoop"), called=[fused]
+        )
+    )
 
 
 @pytest.mark.parametrize(("mutate", "where", "problem"), [
@@ -221,8 +239,11 @@ def test_fusion_parameters_must_match_operands() -> None:
     module = valid_module()
     find(module, "fp").shape = Shape(F32, (3,))
     find(module, "exponential").shape = Shape(F32, (3,))
-    assert_rejected(module, "main/fusion",
-                    r"fused computation fused takes \(f32\[3\]\), operands are \(f32\[2\]\)")
+    assert_rejected(
+        module,
+        "main/fusion",
+        r"fused computation fused takes \(f32\[3\]\), operands are \(f32\[2\]\)",
+    )
 
 
 def test_tuple_shapes_are_checked() -> None:

@@ -15,5 +15,5 @@ def test_reference_evaluator_matches_tensorflow(name: str) -> None:
     front = load_frontend(fx.graph, fx.config)
     outputs = evaluate(front.module, fx.args)
     assert len(outputs) == len(fx.results)
-    for i, (got, want) in enumerate(zip(outputs, fx.results)):
+    for i, (got, want) in enumerate(zip(outputs, fx.results, strict=True)):
         assert_close(got, want, what=f"{name} result{i}")

@@ -8,6 +8,7 @@ import numpy as np
 
 from aotc.hlo import shape_inference as si
 from aotc.hlo.ir import (
+    Attrs,
     CompareAttrs,
     ComparisonDirection,
     Computation,
@@ -59,19 +60,26 @@ class ComputationBuilder:
         self.instructions.append(inst)
         return inst
 
-    def _new(self, opcode: Opcode, shape: Shape | TupleShape, operands: Sequence[Instruction],
-             attrs: object = None, name: str | None = None, **kw: object) -> Instruction:
-        inst = Instruction(self.names.get(name or opcode.value), opcode, shape, list(operands),
-                           attrs, **kw)  # type: ignore[arg-type]
-        return self.add(inst)
+    def _new(
+        self,
+        opcode: Opcode,
+        shape: Shape | TupleShape,
+        operands: Sequence[Instruction],
+        attrs: Attrs = None,
+        name: str | None = None,
+        literal: np.ndarray | None = None,
+    ) -> Instruction:
+        unique = self.names.get(name or opcode.value)
+        return self.add(Instruction(unique, opcode, shape, list(operands), attrs, literal))
 
     # ---- leaves ------------------------------------------------------------------------------
 
     def parameter(self, number: int, shape: Shape, name: str | None = None) -> Instruction:
         return self._new(Opcode.PARAMETER, shape, [], ParameterAttrs(number), name or "parameter")
 
-    def constant(self, value: np.ndarray | float | int | bool,
-                 dtype: PrimitiveType | None = None) -> Instruction:
+    def constant(
+        self, value: np.ndarray | float | int | bool, dtype: PrimitiveType | None = None
+    ) -> Instruction:
         array = np.asarray(value) if dtype is None else np.asarray(value, dtype.numpy)
         ptype = PrimitiveType.from_numpy(array.dtype)
         array = np.array(array, order="C")  # a private, contiguous copy (0-d stays 0-d)
@@ -79,8 +87,9 @@ class ComputationBuilder:
         return self._new(Opcode.CONSTANT, Shape(ptype, array.shape), [], literal=array)
 
     def iota(self, shape: Shape, dimension: int) -> Instruction:
-        return self._new(Opcode.IOTA, si.infer_iota_shape(shape, dimension), [],
-                         IotaAttrs(dimension))
+        return self._new(
+            Opcode.IOTA, si.infer_iota_shape(shape, dimension), [], IotaAttrs(dimension)
+        )
 
     # ---- elementwise -------------------------------------------------------------------------
 
@@ -94,8 +103,9 @@ class ComputationBuilder:
         shape = si.infer_binary_shape(opcode, _array(a), _array(b))
         return self._new(opcode, shape, [a, b])
 
-    def compare(self, a: Instruction, b: Instruction,
-                direction: ComparisonDirection) -> Instruction:
+    def compare(
+        self, a: Instruction, b: Instruction, direction: ComparisonDirection
+    ) -> Instruction:
         shape = si.infer_compare_shape(_array(a), _array(b))
         return self._new(Opcode.COMPARE, shape, [a, b], CompareAttrs(direction))
 
@@ -109,8 +119,9 @@ class ComputationBuilder:
 
     # ---- data movement -----------------------------------------------------------------------
 
-    def broadcast(self, x: Instruction, dims: Sequence[int],
-                  dimensions: Sequence[int]) -> Instruction:
+    def broadcast(
+        self, x: Instruction, dims: Sequence[int], dimensions: Sequence[int]
+    ) -> Instruction:
         shape = si.infer_broadcast_shape(x.array_shape, dims, dimensions)
         return self._new(Opcode.BROADCAST, shape, [x], Dimensions(tuple(dimensions)))
 
@@ -121,8 +132,13 @@ class ComputationBuilder:
         out = si.infer_transpose_shape(x.array_shape, permutation)
         return self._new(Opcode.TRANSPOSE, out, [x], Dimensions(tuple(permutation)))
 
-    def slice(self, x: Instruction, starts: Sequence[int], limits: Sequence[int],
-              strides: Sequence[int] | None = None) -> Instruction:
+    def slice(
+        self,
+        x: Instruction,
+        starts: Sequence[int],
+        limits: Sequence[int],
+        strides: Sequence[int] | None = None,
+    ) -> Instruction:
         src = x.array_shape
         strides = strides or [1] * src.rank
         out = si.infer_slice_shape(src, starts, limits, strides)
@@ -144,15 +160,23 @@ class ComputationBuilder:
     # ---- contractions and reductions ---------------------------------------------------------
 
     def dot(self, a: Instruction, b: Instruction, dims: DotDims) -> Instruction:
-        return self._new(Opcode.DOT, infer_dot_shape(a.array_shape, b.array_shape, dims),
-                         [a, b], dims)
+        return self._new(
+            Opcode.DOT, infer_dot_shape(a.array_shape, b.array_shape, dims), [a, b], dims
+        )
 
-    def reduce(self, operands: Sequence[Instruction], inits: Sequence[Instruction],
-               dimensions: Sequence[int], to_apply: Computation) -> Instruction:
-        shape = si.infer_reduce_shape([_array(x) for x in operands], [_array(i) for i in inits],
-                                      dimensions)
-        inst = self._new(Opcode.REDUCE, shape, [*operands, *inits],
-                         Dimensions(tuple(sorted(dimensions))))
+    def reduce(
+        self,
+        operands: Sequence[Instruction],
+        inits: Sequence[Instruction],
+        dimensions: Sequence[int],
+        to_apply: Computation,
+    ) -> Instruction:
+        shape = si.infer_reduce_shape(
+            [_array(x) for x in operands], [_array(i) for i in inits], dimensions
+        )
+        inst = self._new(
+            Opcode.REDUCE, shape, [*operands, *inits], Dimensions(tuple(sorted(dimensions)))
+        )
         inst.called = [to_apply]
         return inst
 

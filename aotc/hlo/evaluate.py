@@ -98,8 +98,9 @@ def _run(comp: Computation, args: list[Value], batched: bool) -> Value:
     """
     params = comp.parameters
     if len(args) != len(params):
-        raise ShapeError(f"evaluate: computation {comp.name} takes {len(params)} arguments, "
-                         f"got {len(args)}")
+        raise ShapeError(
+            f"evaluate: computation {comp.name} takes {len(params)} arguments, got {len(args)}"
+        )
     values: dict[int, Value] = {}
     for inst in comp.post_order():
         if inst.opcode is Opcode.PARAMETER:
@@ -125,8 +126,10 @@ def _check_argument(shape: AnyShape, arg: Value, batched: bool, where: str) -> V
     array = np.asarray(arg)
     if array.dtype != shape.dtype.numpy or (not batched and array.shape != shape.dims):
         got = f"{array.dtype}{list(array.shape)}"
-        raise ShapeError(f"evaluate: {where} expects {shape}, got {got}; "
-                         "pass an array of exactly that dtype and shape")
+        raise ShapeError(
+            f"evaluate: {where} expects {shape}, got {got}; "
+            "pass an array of exactly that dtype and shape"
+        )
     return array
 
 
@@ -152,8 +155,10 @@ def _widen(x: np.ndarray) -> np.ndarray:
 
 def _attrs(inst: Instruction, kind: type[Any]) -> Any:
     if not isinstance(inst.attrs, kind):
-        raise HloError(f"evaluate: {inst.name}: {inst.opcode.value} needs {kind.__name__} "
-                       f"attributes, got {inst.attrs!r}")
+        raise HloError(
+            f"evaluate: {inst.name}: {inst.opcode.value} needs {kind.__name__} "
+            f"attributes, got {inst.attrs!r}"
+        )
     return inst.attrs
 
 
@@ -219,8 +224,9 @@ _FLOAT_UNARY: dict[Opcode, Callable[[np.ndarray], np.ndarray]] = {
 }  # fmt: skip
 
 
-def _float_unary(fn: Callable[[np.ndarray], np.ndarray], inst: Instruction,
-                 ops: list[Value]) -> Value:
+def _float_unary(
+    fn: Callable[[np.ndarray], np.ndarray], inst: Instruction, ops: list[Value]
+) -> Value:
     return fn(_widen(ops[0]))
 
 
@@ -332,8 +338,9 @@ _BINARY: dict[Opcode, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }  # fmt: skip
 
 
-def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], inst: Instruction,
-            ops: list[Value]) -> Value:
+def _binary(
+    fn: Callable[[np.ndarray, np.ndarray], np.ndarray], inst: Instruction, ops: list[Value]
+) -> Value:
     return fn(ops[0], ops[1])
 
 
@@ -436,12 +443,15 @@ def _dot(inst: Instruction, ops: list[Value]) -> Value:
     return np.matmul(lhs3, rhs3).reshape(*sizes[0], *sizes[1], *rhs_free_sizes)
 
 
-def _window_slices(offsets: Sequence[int], window: Window,
-                   out_dims: Sequence[int]) -> tuple[slice, ...]:
+def _window_slices(
+    offsets: Sequence[int], window: Window, out_dims: Sequence[int]
+) -> tuple[slice, ...]:
     """For one window offset, the strided slice of the padded base that every output reads."""
     per_dim = zip(offsets, window.dims, out_dims, strict=True)
-    return tuple(slice(k * w.rhs_dilation, k * w.rhs_dilation + (o - 1) * w.stride + 1, w.stride)
-                 for k, w, o in per_dim)
+    return tuple(
+        slice(k * w.rhs_dilation, k * w.rhs_dilation + (o - 1) * w.stride + 1, w.stride)
+        for k, w, o in per_dim
+    )
 
 
 def _base_padding(window: Window) -> list[PadDim]:
@@ -453,12 +463,14 @@ def _convolution(inst: Instruction, ops: list[Value]) -> Value:
     attrs: ConvAttrs = _attrs(inst, ConvAttrs)
     d, window, groups = attrs.dims, attrs.window, attrs.feature_group_count
     if attrs.batch_group_count != 1:
-        raise UnsupportedError(f"evaluate: {inst.name}: batch_group_count "
-                               f"{attrs.batch_group_count} is not supported")
+        raise UnsupportedError(
+            f"evaluate: {inst.name}: batch_group_count {attrs.batch_group_count} is not supported"
+        )
     out_spatial = [_dims(inst)[i] for i in d.output_spatial]
     x = np.transpose(_widen(ops[0]), [d.input_batch, d.input_feature, *d.input_spatial])
-    w = np.transpose(_widen(ops[1]),
-                     [d.kernel_output_feature, d.kernel_input_feature, *d.kernel_spatial])
+    w = np.transpose(
+        _widen(ops[1]), [d.kernel_output_feature, d.kernel_input_feature, *d.kernel_spatial]
+    )
     x = pad(x, 0, [PadDim(0, 0), PadDim(0, 0), *_base_padding(window)])
     (batch, _), (out_features, in_per_group) = x.shape[:2], w.shape[:2]
     points = math.prod(out_spatial)
@@ -482,8 +494,12 @@ _REDUCER_UFUNCS: dict[Opcode, np.ufunc] = {
     Opcode.MINIMUM: np.minimum, Opcode.AND: np.bitwise_and, Opcode.OR: np.bitwise_or,
 }  # fmt: skip
 # Instructions a scalar computation may contain and still be evaluated on whole arrays at once.
-_VECTORIZABLE = ELEMENTWISE | {Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE,
-                               Opcode.GET_TUPLE_ELEMENT}
+_VECTORIZABLE = ELEMENTWISE | {
+    Opcode.PARAMETER,
+    Opcode.CONSTANT,
+    Opcode.TUPLE,
+    Opcode.GET_TUPLE_ELEMENT,
+}
 
 
 def simple_reducer(comp: Computation) -> np.ufunc | None:
@@ -520,8 +536,11 @@ def _as_list(value: Value) -> list[np.ndarray]:
 
 
 def _scalar_shapes(shape: AnyShape) -> list[Shape]:
-    return [s for s in shape.elements if isinstance(s, Shape)] \
-        if isinstance(shape, TupleShape) else [shape]
+    return (
+        [s for s in shape.elements if isinstance(s, Shape)]
+        if isinstance(shape, TupleShape)
+        else [shape]
+    )
 
 
 def _split_variadic(ops: list[Value]) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -541,8 +560,9 @@ def _reduce(inst: Instruction, ops: list[Value]) -> Value:
     return results[0] if len(results) == 1 else tuple(results)
 
 
-def _reduce_generic(comp: Computation, xs: list[np.ndarray], inits: list[np.ndarray],
-                    dims: tuple[int, ...]) -> list[np.ndarray]:
+def _reduce_generic(
+    comp: Computation, xs: list[np.ndarray], inits: list[np.ndarray], dims: tuple[int, ...]
+) -> list[np.ndarray]:
     """Reduce by halving: each round combines the two halves of the reduced axis at once."""
     kept = [d for d in range(xs[0].ndim) if d not in dims]
     kept_dims = [xs[0].shape[d] for d in kept]
@@ -550,9 +570,10 @@ def _reduce_generic(comp: Computation, xs: list[np.ndarray], inits: list[np.ndar
     cols = [np.transpose(x, [*kept, *dims]).reshape(rows, count) for x in xs]
     while count > 1:
         half = count // 2
-        pairs = apply_elementwise(comp, [c[:, :half] for c in cols] +
-                                  [c[:, half:2 * half] for c in cols])
-        rest = [c[:, 2 * half:] for c in cols]
+        pairs = apply_elementwise(
+            comp, [c[:, :half] for c in cols] + [c[:, half : 2 * half] for c in cols]
+        )
+        rest = [c[:, 2 * half :] for c in cols]
         cols = [np.concatenate([p, r], axis=1) for p, r in zip(pairs, rest, strict=True)]
         count = cols[0].shape[1]
     acc = [np.broadcast_to(init, (rows,)) for init in inits]

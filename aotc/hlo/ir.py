@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
 
 import numpy as np
 
@@ -213,10 +212,20 @@ class FusionAttrs:
     kind: str  # kLoop, kInput, kOutput
 
 
-Attrs = Union[
-    ParameterAttrs, Dimensions, IotaAttrs, TupleIndex, CompareAttrs, SliceAttrs, PadAttrs,
-    DotDims, ConvAttrs, ReduceWindowAttrs, FusionAttrs, None,
-]  # fmt: skip
+Attrs = (
+    ParameterAttrs
+    | Dimensions
+    | IotaAttrs
+    | TupleIndex
+    | CompareAttrs
+    | SliceAttrs
+    | PadAttrs
+    | DotDims
+    | ConvAttrs
+    | ReduceWindowAttrs
+    | FusionAttrs
+    | None
+)
 
 
 # ---- instructions, computations, modules -----------------------------------------------------

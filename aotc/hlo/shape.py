@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Union
 
 import numpy as np
 
@@ -133,7 +132,7 @@ class TupleShape:
         return "(" + ", ".join(e.with_layout() for e in self.elements) + ")"
 
 
-AnyShape = Union[Shape, TupleShape]
+AnyShape = Shape | TupleShape
 
 
 def scalar(dtype: PrimitiveType) -> Shape:

@@ -69,8 +69,10 @@ def _check_dims_in_range(dims: Sequence[int], rank: int, what: str) -> None:
 
 
 def infer_unary_shape(opcode: Opcode, x: Shape) -> Shape:
-    check(opcode in UNARY_ELEMENTWISE and opcode is not Opcode.CONVERT,
-          f"{opcode.value} is not a unary elementwise op")
+    check(
+        opcode in UNARY_ELEMENTWISE and opcode is not Opcode.CONVERT,
+        f"{opcode.value} is not a unary elementwise op",
+    )
     if opcode in FLOAT_UNARY:
         check(x.dtype.is_float, f"{opcode.value} needs a floating-point operand, got {x}")
     if opcode is Opcode.NOT:
@@ -85,8 +87,10 @@ def infer_convert_shape(x: Shape, dtype: PrimitiveType) -> Shape:
 
 
 def infer_binary_shape(opcode: Opcode, a: Shape, b: Shape) -> Shape:
-    check(opcode in BINARY_ELEMENTWISE and opcode is not Opcode.COMPARE,
-          f"{opcode.value} is not a binary elementwise op")
+    check(
+        opcode in BINARY_ELEMENTWISE and opcode is not Opcode.COMPARE,
+        f"{opcode.value} is not a binary elementwise op",
+    )
     _check_same(opcode, a, b)
     if opcode in LOGICAL:
         check(not a.dtype.is_float, f"{opcode.value} needs integers or pred")
@@ -104,16 +108,20 @@ def infer_compare_shape(a: Shape, b: Shape) -> Shape:
 
 def infer_select_shape(pred: Shape, on_true: Shape, on_false: Shape) -> Shape:
     _check_same(Opcode.SELECT, on_true, on_false)
-    check(pred == on_true.with_dtype(PrimitiveType.PRED),
-          f"select predicate {pred} does not match {on_true}")
+    check(
+        pred == on_true.with_dtype(PrimitiveType.PRED),
+        f"select predicate {pred} does not match {on_true}",
+    )
     return on_true
 
 
 def infer_clamp_shape(low: Shape, x: Shape, high: Shape) -> Shape:
     """XLA allows scalar bounds: ``clamp(f32[] lo, f32[4] x, f32[] hi)``."""
     for bound in (low, high):
-        check(bound == x or bound == Shape(x.dtype),
-              f"clamp bound {bound} must be {x} or a {x.dtype.value}[] scalar")
+        check(
+            bound == x or bound == Shape(x.dtype),
+            f"clamp bound {bound} must be {x} or a {x.dtype.value}[] scalar",
+        )
     return x
 
 
@@ -124,8 +132,10 @@ def infer_broadcast_shape(x: Shape, dims: Sequence[int], dimensions: Sequence[in
     check(len(dimensions) == x.rank, f"broadcast of {x} needs {x.rank} dimensions")
     check(len(set(dimensions)) == len(dimensions), f"broadcast dims {list(dimensions)} repeat")
     for operand_dim, out_dim in enumerate(dimensions):
-        check(0 <= out_dim < len(dims) and dims[out_dim] == x.dims[operand_dim],
-              f"broadcast of {x} to {list(dims)} via {list(dimensions)} is invalid")
+        check(
+            0 <= out_dim < len(dims) and dims[out_dim] == x.dims[operand_dim],
+            f"broadcast of {x} to {list(dims)} via {list(dimensions)} is invalid",
+        )
     return x.with_dims(tuple(dims))
 
 
@@ -137,14 +147,18 @@ def infer_reshape_shape(x: Shape, dims: Sequence[int]) -> Shape:
 
 def infer_bitcast_shape(x: Shape, result: Shape) -> Shape:
     """Row-major layouts make a bitcast a reshape that may also reinterpret the element type."""
-    check(x.byte_size == result.byte_size,
-          f"bitcast of {x} ({x.byte_size} bytes) to {result} ({result.byte_size} bytes)")
+    check(
+        x.byte_size == result.byte_size,
+        f"bitcast of {x} ({x.byte_size} bytes) to {result} ({result.byte_size} bytes)",
+    )
     return result
 
 
 def infer_transpose_shape(x: Shape, permutation: Sequence[int]) -> Shape:
-    check(sorted(permutation) == list(range(x.rank)),
-          f"{list(permutation)} is not a permutation of {x}'s dimensions")
+    check(
+        sorted(permutation) == list(range(x.rank)),
+        f"{list(permutation)} is not a permutation of {x}'s dimensions",
+    )
     return x.with_dims(tuple(x.dims[p] for p in permutation))
 
 
@@ -153,8 +167,9 @@ def infer_reverse_shape(x: Shape, dimensions: Sequence[int]) -> Shape:
     return x
 
 
-def infer_slice_shape(x: Shape, starts: Sequence[int], limits: Sequence[int],
-                      strides: Sequence[int]) -> Shape:
+def infer_slice_shape(
+    x: Shape, starts: Sequence[int], limits: Sequence[int], strides: Sequence[int]
+) -> Shape:
     check(len(starts) == len(limits) == len(strides) == x.rank, f"slice rank of {x}")
     for s, lim, st, n in zip(starts, limits, strides, x.dims, strict=True):
         check(0 <= s <= lim <= n and st > 0, f"slice [{s}:{lim}:{st}] out of range of {n}")
@@ -168,8 +183,11 @@ def infer_concatenate_shape(xs: Sequence[Shape], dimension: int) -> Shape:
     first = xs[0]
     check(0 <= dimension < first.rank, f"concatenate dimension {dimension} out of range of {first}")
     for other in xs[1:]:
-        same = other.dtype == first.dtype and other.rank == first.rank and all(
-            other.dims[d] == n for d, n in enumerate(first.dims) if d != dimension)
+        same = (
+            other.dtype == first.dtype
+            and other.rank == first.rank
+            and all(other.dims[d] == n for d, n in enumerate(first.dims) if d != dimension)
+        )
         check(same, f"cannot concatenate {first} and {other} along {dimension}")
     dims = list(first.dims)
     dims[dimension] = sum(x.dims[dimension] for x in xs)
@@ -177,8 +195,10 @@ def infer_concatenate_shape(xs: Sequence[Shape], dimension: int) -> Shape:
 
 
 def infer_pad_shape(x: Shape, value: Shape, dims: Sequence[PadDim]) -> Shape:
-    check(len(dims) == x.rank and value == Shape(x.dtype),
-          f"pad of {x} needs {x.rank} dims and a {x.dtype.value}[] value")
+    check(
+        len(dims) == x.rank and value == Shape(x.dtype),
+        f"pad of {x} needs {x.rank} dims and a {x.dtype.value}[] value",
+    )
     check(all(p.interior >= 0 for p in dims), f"pad of {x}: interior padding must be >= 0")
     pairs = zip(dims, x.dims, strict=True)
     out = tuple(p.low + p.high + n + max(n - 1, 0) * p.interior for p, n in pairs)
@@ -197,19 +217,31 @@ def infer_iota_shape(shape: Shape, dimension: int) -> Shape:
 def infer_dot_shape(lhs: Shape, rhs: Shape, dims: DotDims) -> Shape:
     """XLA's dot result: batch dims, then lhs free dims, then rhs free dims."""
     check(lhs.dtype == rhs.dtype, f"dot of {lhs} and {rhs}: element types differ")
-    check(len(dims.lhs_batch) == len(dims.rhs_batch)
-          and len(dims.lhs_contracting) == len(dims.rhs_contracting), f"dot dims {dims}")
+    check(
+        len(dims.lhs_batch) == len(dims.rhs_batch)
+        and len(dims.lhs_contracting) == len(dims.rhs_contracting),
+        f"dot dims {dims}",
+    )
     _check_dims_in_range((*dims.lhs_batch, *dims.lhs_contracting), lhs.rank, "dot lhs dims")
     _check_dims_in_range((*dims.rhs_batch, *dims.rhs_contracting), rhs.rank, "dot rhs dims")
-    for a, b in [*zip(dims.lhs_batch, dims.rhs_batch, strict=True),
-                 *zip(dims.lhs_contracting, dims.rhs_contracting, strict=True)]:
-        check(lhs.dims[a] == rhs.dims[b],
-              f"dot of {lhs} and {rhs}: dimension {a} does not match {b}")
+    for a, b in [
+        *zip(dims.lhs_batch, dims.rhs_batch, strict=True),
+        *zip(dims.lhs_contracting, dims.rhs_contracting, strict=True),
+    ]:
+        check(
+            lhs.dims[a] == rhs.dims[b], f"dot of {lhs} and {rhs}: dimension {a} does not match {b}"
+        )
     batch = [lhs.dims[d] for d in dims.lhs_batch]
-    lhs_free = [n for d, n in enumerate(lhs.dims)
-                if d not in dims.lhs_batch and d not in dims.lhs_contracting]
-    rhs_free = [n for d, n in enumerate(rhs.dims)
-                if d not in dims.rhs_batch and d not in dims.rhs_contracting]
+    lhs_free = [
+        n
+        for d, n in enumerate(lhs.dims)
+        if d not in dims.lhs_batch and d not in dims.lhs_contracting
+    ]
+    rhs_free = [
+        n
+        for d, n in enumerate(rhs.dims)
+        if d not in dims.rhs_batch and d not in dims.rhs_contracting
+    ]
     return lhs.with_dims(tuple(batch + lhs_free + rhs_free))
 
 
@@ -224,19 +256,30 @@ def _variadic_result(shapes: Sequence[Shape]) -> Shape | TupleShape:
     return shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
 
 
-def infer_reduce_shape(operands: Sequence[Shape], inits: Sequence[Shape],
-                       dimensions: Sequence[int]) -> Shape | TupleShape:
+def infer_reduce_shape(
+    operands: Sequence[Shape], inits: Sequence[Shape], dimensions: Sequence[int]
+) -> Shape | TupleShape:
     _check_variadic(Opcode.REDUCE, operands, inits)
     _check_dims_in_range(dimensions, operands[0].rank, "reduce dimensions")
     kept = tuple(n for d, n in enumerate(operands[0].dims) if d not in dimensions)
     return _variadic_result([x.with_dims(kept) for x in operands])
 
 
-def window_output_size(n: int, wd: int, size: int, stride: int, pad_low: int, pad_high: int,
-                       lhs_dilation: int, rhs_dilation: int) -> int:
+def window_output_size(
+    n: int,
+    wd: int,
+    size: int,
+    stride: int,
+    pad_low: int,
+    pad_high: int,
+    lhs_dilation: int,
+    rhs_dilation: int,
+) -> int:
     """Valid window placements along one dimension (``wd`` names it in messages)."""
-    check(size > 0 and stride > 0 and lhs_dilation > 0 and rhs_dilation > 0,
-          f"window dimension {wd}: size, stride and dilations must be positive")
+    check(
+        size > 0 and stride > 0 and lhs_dilation > 0 and rhs_dilation > 0,
+        f"window dimension {wd}: size, stride and dilations must be positive",
+    )
     padded = pad_low + pad_high + (max(n - 1, 0) * lhs_dilation + 1 if n else 0)
     span = (size - 1) * rhs_dilation + 1
     return 0 if padded < span else (padded - span) // stride + 1
@@ -245,13 +288,16 @@ def window_output_size(n: int, wd: int, size: int, stride: int, pad_low: int, pa
 def _window_dims(dims: Sequence[int], window: Window) -> tuple[int, ...]:
     check(len(window.dims) == len(dims), f"window of rank {len(window.dims)} for {list(dims)}")
     return tuple(
-        window_output_size(n, i, w.size, w.stride, w.pad_low, w.pad_high, w.lhs_dilation,
-                           w.rhs_dilation)
-        for i, (n, w) in enumerate(zip(dims, window.dims, strict=True)))
+        window_output_size(
+            n, i, w.size, w.stride, w.pad_low, w.pad_high, w.lhs_dilation, w.rhs_dilation
+        )
+        for i, (n, w) in enumerate(zip(dims, window.dims, strict=True))
+    )
 
 
-def infer_reduce_window_shape(operands: Sequence[Shape], inits: Sequence[Shape],
-                              window: Window) -> Shape | TupleShape:
+def infer_reduce_window_shape(
+    operands: Sequence[Shape], inits: Sequence[Shape], window: Window
+) -> Shape | TupleShape:
     _check_variadic(Opcode.REDUCE_WINDOW, operands, inits)
     out = _window_dims(operands[0].dims, window)
     return _variadic_result([x.with_dims(out) for x in operands])
@@ -270,16 +316,24 @@ def infer_convolution_shape(lhs: Shape, rhs: Shape, attrs: ConvAttrs) -> Shape:
     groups, batch_groups = attrs.feature_group_count, attrs.batch_group_count
     in_features, out_features = lhs.dims[d.input_feature], rhs.dims[d.kernel_output_feature]
     check(groups >= 1 and batch_groups >= 1, "convolution group counts must be >= 1")
-    check(in_features == rhs.dims[d.kernel_input_feature] * groups,
-          f"convolution input features {in_features} != kernel input features "
-          f"{rhs.dims[d.kernel_input_feature]} * feature_group_count {groups}")
-    check(out_features % (groups * batch_groups) == 0,
-          f"convolution output features {out_features} not divisible by the group counts")
-    check(lhs.dims[d.input_batch] % batch_groups == 0,
-          f"convolution batch {lhs.dims[d.input_batch]} not divisible by {batch_groups}")
+    check(
+        in_features == rhs.dims[d.kernel_input_feature] * groups,
+        f"convolution input features {in_features} != kernel input features "
+        f"{rhs.dims[d.kernel_input_feature]} * feature_group_count {groups}",
+    )
+    check(
+        out_features % (groups * batch_groups) == 0,
+        f"convolution output features {out_features} not divisible by the group counts",
+    )
+    check(
+        lhs.dims[d.input_batch] % batch_groups == 0,
+        f"convolution batch {lhs.dims[d.input_batch]} not divisible by {batch_groups}",
+    )
     sizes = [rhs.dims[k] for k in d.kernel_spatial]
-    check(sizes == [w.size for w in attrs.window.dims],
-          f"convolution window sizes do not match kernel spatial dims {sizes}")
+    check(
+        sizes == [w.size for w in attrs.window.dims],
+        f"convolution window sizes do not match kernel spatial dims {sizes}",
+    )
     spatial = _window_dims([lhs.dims[s] for s in d.input_spatial], attrs.window)
     out = [0] * (n + 2)
     out[d.output_batch] = lhs.dims[d.input_batch] // batch_groups

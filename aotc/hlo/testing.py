@@ -43,5 +43,6 @@ def assert_hlo_equal(ir: Module | Computation, expected: str) -> None:
         if not _HEADER.match(expected):
             actual = actual.split("\n", 1)[1]
     if not hlo_matches(actual, expected):
-        raise AssertionError(f"HLO differs.\n--- expected:\n{expected.strip()}\n"
-                             f"--- actual:\n{actual.strip()}")
+        raise AssertionError(
+            f"HLO differs.\n--- expected:\n{expected.strip()}\n--- actual:\n{actual.strip()}"
+        )

@@ -71,8 +71,9 @@ class _Style:
         return "%" if self.operand_shapes else ""
 
 
-def print_module(module: Module, *, print_large_constants: bool = True,
-                 operand_shapes: bool = False) -> str:
+def print_module(
+    module: Module, *, print_large_constants: bool = True, operand_shapes: bool = False
+) -> str:
     """The module in XLA's text format; ``operand_shapes`` selects XLA's older, verbose style."""
     style = _Style(print_large_constants, operand_shapes)
     layout = entry_computation_layout(module.entry)
@@ -81,8 +82,13 @@ def print_module(module: Module, *, print_large_constants: bool = True,
     return "\n\n".join([header, *bodies]) + "\n"
 
 
-def print_computation(comp: Computation, *, print_large_constants: bool = True,
-                      operand_shapes: bool = False, is_entry: bool = False) -> str:
+def print_computation(
+    comp: Computation,
+    *,
+    print_large_constants: bool = True,
+    operand_shapes: bool = False,
+    is_entry: bool = False,
+) -> str:
     """One computation block, ``name {`` to ``}``, without a trailing newline."""
     return _computation_text(comp, _Style(print_large_constants, operand_shapes), is_entry)
 
@@ -144,8 +150,10 @@ def _instruction_text(inst: Instruction, style: _Style, is_root: bool) -> str:
     root = "ROOT " if is_root else ""
     operands = _OPERAND_PRINTERS.get(inst.opcode, _operand_names)(inst, style)
     attrs = "".join(", " + a for a in _attribute_texts(inst, style))
-    return (f"{root}{style.sigil}{inst.name} = {inst.shape.with_layout()} "
-            f"{inst.opcode.value}({operands}){attrs}")
+    return (
+        f"{root}{style.sigil}{inst.name} = {inst.shape.with_layout()} "
+        f"{inst.opcode.value}({operands}){attrs}"
+    )
 
 
 def _operand_names(inst: Instruction, style: _Style) -> str:
@@ -183,8 +191,10 @@ def _ints(values: Sequence[int]) -> str:
 
 
 def _print_slice(a: SliceAttrs) -> list[str]:
-    bounds = (f"[{s}:{lim}{'' if st == 1 else f':{st}'}]"
-              for s, lim, st in zip(a.starts, a.limits, a.strides, strict=False))
+    bounds = (
+        f"[{s}:{lim}{'' if st == 1 else f':{st}'}]"
+        for s, lim, st in zip(a.starts, a.limits, a.strides, strict=False)
+    )
     return [f"slice={{{', '.join(bounds)}}}"]
 
 
@@ -196,10 +206,12 @@ def padding_text(dims: Sequence[PadDim]) -> str:
 
 def _print_dot(a: DotDims) -> list[str]:
     # XLA omits empty batch dimensions but always prints the contracting ones.
-    fields = [("lhs_batch_dims", a.lhs_batch, False),
-              ("lhs_contracting_dims", a.lhs_contracting, True),
-              ("rhs_batch_dims", a.rhs_batch, False),
-              ("rhs_contracting_dims", a.rhs_contracting, True)]
+    fields = [
+        ("lhs_batch_dims", a.lhs_batch, False),
+        ("lhs_contracting_dims", a.lhs_contracting, True),
+        ("rhs_batch_dims", a.rhs_batch, False),
+        ("rhs_contracting_dims", a.rhs_contracting, True),
+    ]
     return [f"{name}={{{_ints(dims)}}}" for name, dims, always in fields if dims or always]
 
 
@@ -282,7 +294,7 @@ def format_literal(array: np.ndarray, *, elide: bool = False) -> str:
     formatter = _ELEMENT_FORMATTERS[flat.dtype.kind]
     items: list[str] = []
     for start in range(0, flat.size, _CHUNK):
-        items += formatter(flat[start:start + _CHUNK]).tolist()
+        items += formatter(flat[start : start + _CHUNK]).tolist()
     return _nest(items, array.shape)
 
 
@@ -293,7 +305,7 @@ def _nest(items: list[str], dims: tuple[int, ...]) -> str:
         return "{" + ", ".join(items) + "}"
     level = items
     for n in reversed(dims):
-        level = ["{ " + ", ".join(level[i:i + n]) + " }" for i in range(0, len(level), n)]
+        level = ["{ " + ", ".join(level[i : i + n]) + " }" for i in range(0, len(level), n)]
     return level[0]
 
 
@@ -337,8 +349,10 @@ def parse_literal(text: str, shape: Shape) -> np.ndarray:
     if "/*" in text:
         text = _COMMENT.sub(" ", text)
     if _ELIDED.search(text):
-        raise ValueError("the constant's value was elided as {...} when it was printed; "
-                         "print it with print_large_constants=True")
+        raise ValueError(
+            "the constant's value was elided as {...} when it was printed; "
+            "print it with print_large_constants=True"
+        )
     if text.count("{") != text.count("}"):
         raise ValueError("unbalanced braces in the constant")
     tokens = np.array(_LITERAL_TOKEN.findall(text), dtype=str)
@@ -367,7 +381,10 @@ def _decode_number(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 _LITERAL_DECODERS: dict[str, Callable[[np.ndarray, np.dtype], np.ndarray]] = {
-    "b": _decode_pred, "i": _decode_number, "u": _decode_number, "f": _decode_number,
+    "b": _decode_pred,
+    "i": _decode_number,
+    "u": _decode_number,
+    "f": _decode_number,
 }
 
 
@@ -551,12 +568,14 @@ class _Parser:
                 raise self.cur.error(f"instruction '{pi.inst.name}' is defined twice", pi.pos)
             by_name[pi.inst.name] = pi.inst
         for pi in p.body:
-            pi.inst.operands = [self._operand_ref(by_name, name, pos, p.name)
-                                for name, pos in pi.operands]
+            pi.inst.operands = [
+                self._operand_ref(by_name, name, pos, p.name) for name, pos in pi.operands
+            ]
         return Computation(p.name, [pi.inst for pi in p.body], self._root(p))
 
-    def _operand_ref(self, by_name: dict[str, Instruction], name: str, pos: int,
-                     comp: str) -> Instruction:
+    def _operand_ref(
+        self, by_name: dict[str, Instruction], name: str, pos: int, comp: str
+    ) -> Instruction:
         if name not in by_name:
             raise self.cur.error(f"operand '{name}' is not defined in computation '{comp}'", pos)
         return by_name[name]
@@ -623,8 +642,12 @@ class _Parser:
         end = self.cur.text.find(")", start)  # literals hold no parentheses
         if end < 0:
             raise self.cur.error("unterminated constant: expected ')'", start)
-        literal = _decode(self.cur, "constant", _Raw(self.cur.text[start:end], start),
-                          lambda text: parse_literal(text, array_shape))
+        literal = _decode(
+            self.cur,
+            "constant",
+            _Raw(self.cur.text[start:end], start),
+            lambda text: parse_literal(text, array_shape),
+        )
         self.cur.pos = end + 1
         return _Head(literal=literal)
 
@@ -692,8 +715,11 @@ class _Parser:
         match = self.cur.expect(_ARRAY_SHAPE, "a shape")
         dtype = _DTYPES.get(match[1])
         if dtype is None:
-            raise self.cur.error(f"element type '{match[1]}' in {match[0]} is unsupported; "
-                                 f"aotc supports {', '.join(_DTYPES)}", match.start())
+            raise self.cur.error(
+                f"element type '{match[1]}' in {match[0]} is unsupported; "
+                f"aotc supports {', '.join(_DTYPES)}",
+                match.start(),
+            )
         dims = self._dims(match[2], match.start())
         self.cur.accept(_LAYOUT)  # layouts are ignored: aotc assigns its own (row-major)
         return Shape(dtype, dims)
@@ -772,10 +798,14 @@ _BOUND = r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]"
 def _slice_value(text: str) -> SliceAttrs:
     body = _fullmatch(r"\{(.*)\}", text, "{[start:limit:stride], ...}")[1]
     parts = [p.strip() for p in body.split(",")] if body.strip() else []
-    triples = [_fullmatch(_BOUND, p, "[start:limit] or [start:limit:stride]").groups()
-               for p in parts]
-    return SliceAttrs(tuple(int(a) for a, _, _ in triples), tuple(int(b) for _, b, _ in triples),
-                      tuple(int(c or 1) for _, _, c in triples))
+    triples = [
+        _fullmatch(_BOUND, p, "[start:limit] or [start:limit:stride]").groups() for p in parts
+    ]
+    return SliceAttrs(
+        tuple(int(a) for a, _, _ in triples),
+        tuple(int(b) for _, b, _ in triples),
+        tuple(int(c or 1) for _, _, c in triples),
+    )
 
 
 def _pad_value(text: str) -> PadAttrs:
@@ -820,16 +850,24 @@ def _window_from_fields(fields: dict[str, list[int]]) -> Window:
     rank = len(fields["size"])
     if any(len(values) != rank for values in fields.values()):
         raise ValueError("window fields have different numbers of dimensions")
-    dims = [WindowDim(**{name: values[i] for name, values in fields.items()})
-            for i in range(rank)]
+    dims = [WindowDim(**{name: values[i] for name, values in fields.items()}) for i in range(rank)]
     return Window(tuple(dims))
 
 
 def _dim_labels_value(text: str) -> ConvDims:
     match = _fullmatch(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)", text, "e.g. b01f_01io->b01f")
     lhs, rhs, out = (_label_positions(match[i], n) for i, n in ((1, "bf"), (2, "io"), (3, "bf")))
-    return ConvDims(lhs["b"], lhs["f"], lhs["spatial"], rhs["i"], rhs["o"], rhs["spatial"],
-                    out["b"], out["f"], out["spatial"])
+    return ConvDims(
+        lhs["b"],
+        lhs["f"],
+        lhs["spatial"],
+        rhs["i"],
+        rhs["o"],
+        rhs["spatial"],
+        out["b"],
+        out["f"],
+        out["spatial"],
+    )
 
 
 def _label_positions(labels: str, named: str) -> dict[str, Any]:
@@ -842,17 +880,21 @@ def _label_positions(labels: str, named: str) -> dict[str, Any]:
 
 
 def _conv_attrs(a: _InstructionAttrs) -> ConvAttrs:
-    return ConvAttrs(a.opt("window", _window_value, Window(())),
-                     a.need("dim_labels", _dim_labels_value),
-                     a.opt("feature_group_count", _int_value, 1),
-                     a.opt("batch_group_count", _int_value, 1))
+    return ConvAttrs(
+        a.opt("window", _window_value, Window(())),
+        a.need("dim_labels", _dim_labels_value),
+        a.opt("feature_group_count", _int_value, 1),
+        a.opt("batch_group_count", _int_value, 1),
+    )
 
 
 def _dot_attrs(a: _InstructionAttrs) -> DotDims:
-    return DotDims(a.opt("lhs_contracting_dims", _int_list, ()),
-                   a.opt("rhs_contracting_dims", _int_list, ()),
-                   a.opt("lhs_batch_dims", _int_list, ()),
-                   a.opt("rhs_batch_dims", _int_list, ()))
+    return DotDims(
+        a.opt("lhs_contracting_dims", _int_list, ()),
+        a.opt("rhs_contracting_dims", _int_list, ()),
+        a.opt("lhs_batch_dims", _int_list, ()),
+        a.opt("rhs_batch_dims", _int_list, ()),
+    )
 
 
 def _dimensions_attrs(a: _InstructionAttrs) -> Dimensions:

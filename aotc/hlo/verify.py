@@ -89,8 +89,12 @@ def _unique_names(ctx: _Context) -> None:
     for comp in ctx.module.computations:
         for inst in comp.instructions:
             if inst.name in seen:
-                _fail(comp, inst.name, f"name is used twice in the module (also in "
-                                       f"computation {seen[inst.name].name})")
+                _fail(
+                    comp,
+                    inst.name,
+                    f"name is used twice in the module (also in "
+                    f"computation {seen[inst.name].name})",
+                )
             seen[inst.name] = comp
     comp_names = [c.name for c in ctx.module.computations]
     for comp in ctx.module.computations:
@@ -132,8 +136,12 @@ def _operands_defined_earlier(ctx: _Context, comp: Computation) -> None:
                 home = f"computation {other.name}" if other else "no computation of the module"
                 _fail(comp, inst.name, f"operand {op.name} belongs to {home}")
             elif where >= i:
-                _fail(comp, inst.name, f"operand {op.name} is used before it is defined "
-                                       "(instructions must be in def-before-use order)")
+                _fail(
+                    comp,
+                    inst.name,
+                    f"operand {op.name} is used before it is defined "
+                    "(instructions must be in def-before-use order)",
+                )
 
 
 def _root_belongs(ctx: _Context, comp: Computation) -> None:
@@ -150,17 +158,26 @@ def _parameter_numbers(ctx: _Context, comp: Computation) -> None:
             return
         number = param.attrs.number
         if number in numbers:
-            _fail(comp, param.name, f"parameter number {number} is also used by "
-                                    f"{numbers[number].name}")
+            _fail(
+                comp,
+                param.name,
+                f"parameter number {number} is also used by {numbers[number].name}",
+            )
         if not 0 <= number < len(params):
             last = len(params) - 1
-            _fail(comp, param.name, f"parameter number {number} leaves a gap: the "
-                                    f"{len(params)} parameters must be numbered 0..{last}")
+            _fail(
+                comp,
+                param.name,
+                f"parameter number {number} leaves a gap: the "
+                f"{len(params)} parameters must be numbered 0..{last}",
+            )
         numbers[number] = param
 
 
 COMPUTATION_CHECKS: list[Callable[[_Context, Computation], None]] = [
-    _operands_defined_earlier, _root_belongs, _parameter_numbers,
+    _operands_defined_earlier,
+    _root_belongs,
+    _parameter_numbers,
 ]
 
 
@@ -286,6 +303,10 @@ def _inferred_shape(ctx: _Context, inst: Instruction) -> str | None:
 
 
 INSTRUCTION_CHECKS: list[InstructionCheck] = [
-    _operand_count, _attrs_type, _called_computations, _dims_non_negative, _constant_literal,
+    _operand_count,
+    _attrs_type,
+    _called_computations,
+    _dims_non_negative,
+    _constant_literal,
     _inferred_shape,
 ]

@@ -8,11 +8,10 @@ in order and returns the HLO value of each of the node's outputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Union
 
 from aotc.hlo.ir import Instruction
 
-Outputs = Union[Instruction, Sequence[Instruction]]
+Outputs = Instruction | Sequence[Instruction]
 Translator = Callable[..., Outputs]
 
 _TRANSLATORS: dict[str, Translator] = {}

@@ -1,0 +1,98 @@
+"""The codegen entry point: an HLO module in, an object file and its C header out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aotc.codegen.emitter import emit_module
+from aotc.codegen.header import render_header
+from aotc.codegen.interface import TensorInfo
+from aotc.codegen.target import TargetSpec, create_target_machine, emit_object, optimize
+from aotc.errors import CodegenError
+from aotc.hlo.ir import Module, Opcode
+
+HOST = TargetSpec()
+_UNSUPPORTED = frozenset({Opcode.CONVOLUTION, Opcode.REDUCE_WINDOW, Opcode.FUSION})
+
+
+@dataclass
+class CompiledModel:
+    """A compiled model: the object file, its header, and what they were built from.
+
+    ``llvm_ir`` is the optimized LLVM IR that was turned into ``object_bytes``; ``target``
+    holds the resolved triple, cpu and features (never ``"host"``).
+    """
+
+    name: str
+    object_bytes: bytes
+    header: str
+    llvm_ir: str
+    temp_bytes: int
+    args: list[TensorInfo]
+    results: list[TensorInfo]
+    target: TargetSpec
+
+
+def compile_module(
+    module: Module,
+    name: str,
+    args: Sequence[TensorInfo],
+    results: Sequence[TensorInfo],
+    target: TargetSpec = HOST,
+) -> CompiledModel:
+    """Compile ``module`` for ``target``; ``name`` prefixes every exported symbol and macro.
+
+    The entry computation's parameters are the arguments in order, and its root is a tuple of
+    the results; ``args`` and ``results`` give their user-facing names and must match shapes.
+    """
+    _check_signature(module, args, results)
+    _check_supported(module)
+    tm, resolved = create_target_machine(target)
+    llvm_module, temp_bytes = emit_module(module, name)
+    llvm_module.triple = tm.triple
+    llvm_module.data_layout = str(tm.target_data)
+    optimized = optimize(str(llvm_module), tm)
+    return CompiledModel(
+        name=name,
+        object_bytes=emit_object(optimized, tm),
+        header=render_header(name, args, results, temp_bytes, resolved),
+        llvm_ir=str(optimized),
+        temp_bytes=temp_bytes,
+        args=list(args),
+        results=list(results),
+        target=resolved,
+    )
+
+
+def _check_signature(
+    module: Module, args: Sequence[TensorInfo], results: Sequence[TensorInfo]
+) -> None:
+    entry = module.entry
+    params = entry.parameters
+    if [p.attrs.number for p in params] != list(range(len(params))):  # type: ignore[union-attr]
+        raise CodegenError(f"entry {entry.name} parameters must be numbered 0..{len(params) - 1}")
+    if entry.root.opcode is not Opcode.TUPLE:
+        raise CodegenError(f"entry {entry.name} root %{entry.root.name} must be a tuple")
+    _check_list("argument", [p.shape for p in params], args)
+    _check_list("result", [r.shape for r in entry.root.operands], results)
+
+
+def _check_list(kind: str, shapes: Sequence[object], infos: Sequence[TensorInfo]) -> None:
+    if len(shapes) != len(infos):
+        raise CodegenError(f"the module has {len(shapes)} {kind}s but {len(infos)} were named")
+    for i, (shape, info) in enumerate(zip(shapes, infos, strict=True)):
+        if shape != info.shape:
+            raise CodegenError(
+                f"{kind} {i} '{info.name}' is {info.shape} but the module computes {shape}"
+            )
+
+
+def _check_supported(module: Module) -> None:
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode in _UNSUPPORTED:
+                raise CodegenError(
+                    f"{inst.opcode.value} %{inst.name} (in {comp.name}) is not "
+                    "supported by codegen yet"
+                )

@@ -1,0 +1,199 @@
+"""Emit the LLVM module of an HLO module: kernels, constants and the two entry points.
+
+* ``int <name>_run_buffers(const void *const *args, void *const *results, void *temp)``
+  runs every kernel in order, then the result copies, and returns 0.
+* ``int <name>_run(const T0 *arg0, ..., T *result0, ..., void *temp)`` packs its pointers
+  into arrays and calls ``<name>_run_buffers``.
+
+Each kernel is an internal function taking its output and operand buffers as ``noalias``
+pointers (the vectorizer needs no runtime alias checks); the optimizer inlines them. Constants
+are private read-only ``i8`` arrays aligned to 64 bytes. The two entry points are the only
+symbols with external linkage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from llvmlite import ir
+
+from aotc.codegen.buffers import (
+    ALIGN,
+    Buffer,
+    BufferAssignment,
+    BufferKind,
+    ResultCopy,
+    assign_buffers,
+)
+from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64
+from aotc.codegen.kernels import kernel_emitter
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
+from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
+from aotc.codegen.loops import function_builder
+from aotc.hlo.ir import Instruction, Module, Opcode
+
+KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value]], None]
+
+
+@dataclass
+class _Entry:
+    """The ``run_buffers`` function being built and the buffer pointers it has loaded."""
+
+    module: ir.Module
+    builder: ir.IRBuilder
+    args: ir.Value
+    results: ir.Value
+    temp: ir.Value
+    constants: list[ir.GlobalVariable]
+    pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
+
+
+def emit_module(module: Module, name: str) -> tuple[ir.Module, int]:
+    """The LLVM module for ``module`` and the temp buffer size it needs, in bytes."""
+    assignment = assign_buffers(module.entry)
+    llvm_module = ir.Module(name=name)
+    run_buffers = _emit_run_buffers(llvm_module, name, assignment)
+    params = module.entry.parameters
+    results = module.entry.root.operands
+    _emit_typed_entry(llvm_module, name, run_buffers, len(params), len(results))
+    return llvm_module, assignment.temp_bytes
+
+
+def _emit_run_buffers(
+    llvm_module: ir.Module, name: str, assignment: BufferAssignment
+) -> ir.Function:
+    fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
+    fn.attributes.add("nounwind")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    constants = [_constant_global(llvm_module, c) for c in assignment.constants]
+    args, results, temp = fn.args
+    entry = _Entry(llvm_module, builder, args, results, temp, constants)
+    for inst in assignment.kernels:
+        _call_kernel(entry, inst, assignment)
+    for copy in assignment.copies:
+        _copy_result(entry, copy)
+    builder.ret(ir.Constant(I32, 0))
+    return fn
+
+
+def _copy_result(entry: _Entry, copy: ResultCopy) -> None:
+    source = _pointer(entry, copy.source)
+    target = _pointer(entry, Buffer(BufferKind.RESULT, copy.result))
+
+    def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
+        emit_store_loop(b, buffer_reader(ins[0], copy.shape), outs[0], copy.shape)
+
+    _call_function(entry, f"copy.result{copy.result}", [target], [source], body)
+
+
+def _constant_global(llvm_module: ir.Module, inst: Instruction) -> ir.GlobalVariable:
+    assert inst.literal is not None
+    data = bytearray(np.ascontiguousarray(inst.literal, inst.array_shape.dtype.numpy).tobytes())
+    ty = ir.ArrayType(I8, len(data))
+    gv = ir.GlobalVariable(llvm_module, ty, f"const.{inst.name}")
+    gv.initializer = ir.Constant(ty, data)
+    gv.global_constant = True
+    gv.linkage = "private"
+    gv.unnamed_addr = True
+    gv.align = ALIGN
+    return gv
+
+
+def _pointer(entry: _Entry, buffer: Buffer) -> ir.Value:
+    key = Buffer(buffer.kind, buffer.index, buffer.offset)
+    if key not in entry.pointers:
+        entry.pointers[key] = _materialize(entry, buffer)
+    return entry.pointers[key]
+
+
+def _materialize(entry: _Entry, buffer: Buffer) -> ir.Value:
+    b = entry.builder
+    if buffer.kind is BufferKind.CONSTANT:
+        return entry.constants[buffer.index]
+    if buffer.kind is BufferKind.TEMP:
+        return b.gep(entry.temp, [i64(buffer.offset)], inbounds=True, source_etype=I8)
+    table = entry.args if buffer.kind is BufferKind.ARG else entry.results
+    slot = b.gep(table, [i64(buffer.index)], inbounds=True, source_etype=PTR)
+    return b.load(slot, typ=PTR)
+
+
+def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment) -> None:
+    location = assignment.location(inst)
+    outputs = list(location) if isinstance(location, tuple) else [location]
+    operand_buffers = [assignment.buffer(op) for op in inst.operands]
+    emitter = kernel_emitter(inst)
+
+    def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
+        readers = [_operand_reader(op, ptr) for op, ptr in zip(inst.operands, ins, strict=True)]
+        emitter(b, KernelIO(inst, outs, readers))
+
+    out_ptrs = [_pointer(entry, buf) for buf in outputs]  # type: ignore[arg-type]
+    in_ptrs = [_pointer(entry, buf) for buf in operand_buffers]
+    _call_function(
+        entry,
+        f"kernel.{inst.name}",
+        out_ptrs,
+        in_ptrs,
+        body,
+        aligned=[_is_aligned(buf) for buf in [*outputs, *operand_buffers]],
+    )
+
+
+def _operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:
+    """Scalar constants become immediates; everything else is loaded from its buffer."""
+    if operand.opcode is Opcode.CONSTANT and operand.array_shape.size == 1:
+        return make_generator(operand, [])
+    return buffer_reader(ptr, operand.array_shape)
+
+
+def _is_aligned(buffer: object) -> bool:
+    return isinstance(buffer, Buffer) and buffer.kind in (BufferKind.TEMP, BufferKind.CONSTANT)
+
+
+def _call_function(
+    entry: _Entry,
+    name: str,
+    outputs: Sequence[ir.Value],
+    inputs: Sequence[ir.Value],
+    body: KernelBody,
+    aligned: Sequence[bool] = (),
+) -> None:
+    """Emit ``void name(ptr noalias out..., ptr noalias in...)`` and call it."""
+    fn = ir.Function(
+        entry.module, ir.FunctionType(VOID, [PTR] * (len(outputs) + len(inputs))), name
+    )
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")  # keeps -O3 time linear in the number of kernels
+    for k, arg in enumerate(fn.args):
+        arg.add_attribute("noalias")
+        arg.add_attribute("captures(none)")
+        if k < len(aligned) and aligned[k]:
+            arg.attributes.align = ALIGN
+    builder = function_builder(fn)
+    body(builder, list(fn.args[: len(outputs)]), list(fn.args[len(outputs) :]))
+    builder.ret_void()
+    entry.builder.call(fn, [*outputs, *inputs])
+
+
+def _emit_typed_entry(
+    llvm_module: ir.Module, name: str, run_buffers: ir.Function, num_args: int, num_results: int
+) -> None:
+    fn = ir.Function(
+        llvm_module, ir.FunctionType(I32, [PTR] * (num_args + num_results + 1)), f"{name}_run"
+    )
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    args = _pointer_array(b, fn.args[:num_args])
+    results = _pointer_array(b, fn.args[num_args : num_args + num_results])
+    b.ret(b.call(run_buffers, [args, results, fn.args[-1]]))
+
+
+def _pointer_array(b: ir.IRBuilder, pointers: Sequence[ir.Value]) -> ir.Value:
+    array = alloca(b, ir.ArrayType(PTR, max(len(pointers), 1)))
+    for k, ptr in enumerate(pointers):
+        slot = b.gep(array, [i64(0), i64(k)], inbounds=True, source_etype=array.allocated_type)
+        b.store(ptr, slot)
+    return array

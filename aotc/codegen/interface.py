@@ -1,0 +1,15 @@
+"""The compiled model's interface: its arguments and results as the user named them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aotc.hlo.shape import Shape
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """An argument or result: the feed/fetch name as the user wrote it (``"split:1"``)."""
+
+    name: str
+    shape: Shape

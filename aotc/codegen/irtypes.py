@@ -1,0 +1,178 @@
+"""LLVM types and small IR helpers shared by every emitter.
+
+Values in registers use their natural LLVM type (``pred`` is ``i1``); in memory ``pred`` is one
+byte, as C's ``bool``. Pointers are opaque (``ptr``), so loads and GEPs name their element type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from aotc.hlo.shape import PrimitiveType, Shape
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F16 = ir.HalfType()
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+_REGISTER_TYPES: dict[PrimitiveType, ir.Type] = {
+    PrimitiveType.PRED: I1,
+    PrimitiveType.S8: I8,
+    PrimitiveType.S16: ir.IntType(16),
+    PrimitiveType.S32: I32,
+    PrimitiveType.S64: I64,
+    PrimitiveType.U8: I8,
+    PrimitiveType.U16: ir.IntType(16),
+    PrimitiveType.U32: I32,
+    PrimitiveType.U64: I64,
+    PrimitiveType.F16: F16,
+    PrimitiveType.F32: F32,
+    PrimitiveType.F64: F64,
+}
+
+
+def register_type(dtype: PrimitiveType) -> ir.Type:
+    """The type an element has in a register (``i1`` for pred)."""
+    return _REGISTER_TYPES[dtype]
+
+
+def memory_type(dtype: PrimitiveType) -> ir.Type:
+    """The type an element has in memory (``i8`` for pred)."""
+    return I8 if dtype is PrimitiveType.PRED else _REGISTER_TYPES[dtype]
+
+
+def alloca(builder: ir.IRBuilder, ty: ir.Type, name: str = "") -> ir.AllocaInstr:
+    """An alloca whose value has the opaque ``ptr`` type, like every other pointer here."""
+    slot = builder.alloca(ty, name=name)
+    slot.type = PTR  # llvmlite would give it a typed pointer type
+    return slot
+
+
+def i64(value: int) -> ir.Constant:
+    return ir.Constant(I64, value)
+
+
+def constant(dtype: PrimitiveType, value: float | int | bool) -> ir.Constant:
+    """A scalar constant of ``dtype``, rounded the way the element type rounds it."""
+    return scalar_constant(register_type(dtype), value)
+
+
+def literal_element(dtype: PrimitiveType, value: np.generic) -> ir.Constant:
+    """An element of a numpy literal as an immediate of ``dtype``'s register type."""
+    python_value = value.item()
+    return constant(dtype, python_value)
+
+
+def scalar_constant(ty: ir.Type, value: float | int | bool) -> ir.Constant:
+    if isinstance(ty, ir.HalfType):
+        return ir.Constant(ty, float(np.float16(value)))
+    if isinstance(ty, ir.FloatType):
+        return ir.Constant(ty, float(np.float32(value)))
+    if isinstance(ty, ir.DoubleType):
+        return ir.Constant(ty, float(value))
+    assert isinstance(ty, ir.IntType)
+    return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
+
+
+def declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
+    """Get or declare a function (intrinsic or external) by name."""
+    existing = module.globals.get(name)
+    if existing is not None:
+        assert isinstance(existing, ir.Function)
+        return existing
+    fn = ir.Function(module, ir.FunctionType(ret, list(args)), name)
+    fn.attributes.add("nounwind")
+    return fn
+
+
+def type_suffix(ty: ir.Type) -> str:
+    """The overload suffix of an intrinsic: ``f32``, ``i64``, ``v8f32``."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{type_suffix(ty.element)}"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    return {"half": "f16", "float": "f32", "double": "f64"}[str(ty)]
+
+
+def call_intrinsic(
+    builder: ir.IRBuilder,
+    name: str,
+    args: Sequence[ir.Value],
+    overloads: Sequence[ir.Type] | None = None,
+    ret: ir.Type | None = None,
+) -> ir.Value:
+    """Call ``llvm.<name>.<suffixes>``; overloads default to the first argument's type."""
+    overloads = [args[0].type] if overloads is None else overloads
+    full = ".".join(["llvm", name, *(type_suffix(t) for t in overloads)])
+    fn = declare(builder.module, full, ret or args[0].type, [a.type for a in args])
+    return builder.call(fn, list(args))
+
+
+def row_major_strides(dims: Sequence[int]) -> list[int]:
+    strides = [1] * len(dims)
+    for d in range(len(dims) - 2, -1, -1):
+        strides[d] = strides[d + 1] * dims[d + 1]
+    return strides
+
+
+def linear_index(builder: ir.IRBuilder, index: Sequence[ir.Value], dims: Sequence[int]) -> ir.Value:
+    """Row-major offset of a multi-index, in elements (``i64``)."""
+    total: ir.Value = i64(0)
+    for value, stride, size in zip(index, row_major_strides(dims), dims, strict=True):
+        if size == 1:
+            continue  # the index is 0 there
+        term = value if stride == 1 else mul_nuw(builder, value, i64(stride))
+        total = term if _is_zero(total) else add_nuw(builder, total, term)
+    return total
+
+
+def add_nuw(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    """``add nuw nsw``: index arithmetic that never wraps."""
+    inst = builder.add(a, b)
+    inst.flags.extend(["nuw", "nsw"])
+    return inst
+
+
+def mul_nuw(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    inst = builder.mul(a, b)
+    inst.flags.extend(["nuw", "nsw"])
+    return inst
+
+
+def _is_zero(value: ir.Value) -> bool:
+    return isinstance(value, ir.Constant) and value.constant == 0
+
+
+def element_pointer(
+    builder: ir.IRBuilder, base: ir.Value, shape: Shape, index: Sequence[ir.Value]
+) -> ir.Value:
+    offset = linear_index(builder, index, shape.dims)
+    return builder.gep(base, [offset], inbounds=True, source_etype=memory_type(shape.dtype))
+
+
+def load_element(
+    builder: ir.IRBuilder, base: ir.Value, shape: Shape, index: Sequence[ir.Value]
+) -> ir.Value:
+    ptr = element_pointer(builder, base, shape, index)
+    ty = memory_type(shape.dtype)
+    value = builder.load(ptr, typ=ty, align=shape.dtype.byte_size)
+    if shape.dtype is PrimitiveType.PRED:
+        return builder.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+    return value
+
+
+def store_element(
+    builder: ir.IRBuilder, value: ir.Value, base: ir.Value, shape: Shape, index: Sequence[ir.Value]
+) -> None:
+    ptr = element_pointer(builder, base, shape, index)
+    if shape.dtype is PrimitiveType.PRED:
+        value = builder.zext(value, I8)
+    builder.store(value, ptr, align=shape.dtype.byte_size)

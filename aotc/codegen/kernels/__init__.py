@@ -1,0 +1,35 @@
+"""Kernel emitters, one per opcode family, found through ``kernel_emitter(opcode)``.
+
+Swapping in a faster emitter for an opcode (a tiled GEMM for ``dot``, a vectorized row
+reduction) means changing one entry of ``KERNELS``.
+"""
+
+from __future__ import annotations
+
+from aotc.codegen.kernels.base import KernelEmitter
+from aotc.codegen.kernels.dot import emit_dot_kernel
+from aotc.codegen.kernels.elemental import emit_elemental_kernel
+from aotc.codegen.kernels.reduce import emit_reduce_kernel
+from aotc.errors import CodegenError
+from aotc.hlo.ir import ELEMENTWISE, Instruction, Opcode
+
+_ELEMENTAL = ELEMENTWISE | {
+    Opcode.IOTA, Opcode.BROADCAST, Opcode.CONCATENATE, Opcode.PAD, Opcode.RESHAPE,
+    Opcode.BITCAST, Opcode.REVERSE, Opcode.SLICE, Opcode.TRANSPOSE,
+}  # fmt: skip
+
+KERNELS: dict[Opcode, KernelEmitter] = {
+    **{opcode: emit_elemental_kernel for opcode in _ELEMENTAL},
+    Opcode.DOT: emit_dot_kernel,
+    Opcode.REDUCE: emit_reduce_kernel,
+}
+
+# Instructions that need no code: they name buffers that exist already.
+NO_KERNEL = frozenset({Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT})
+
+
+def kernel_emitter(inst: Instruction) -> KernelEmitter:
+    emitter = KERNELS.get(inst.opcode)
+    if emitter is None:
+        raise CodegenError(f"{inst.opcode.value} %{inst.name} is not supported by codegen yet")
+    return emitter

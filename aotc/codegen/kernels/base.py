@@ -1,0 +1,48 @@
+"""What every kernel emitter shares: element generators and the kernel calling convention.
+
+An *element generator* computes one element of an array given its multi-index (a list of
+``i64`` values): reading a buffer is one, and every elementwise or data-movement instruction
+turns its operands' generators into its own (see ``elemental.py``). A *kernel emitter* writes
+the loops that compute a whole instruction into its output buffer(s), reading operands only
+through generators, so the same emitter works whether an operand lives in a buffer or is
+computed on the fly by a fused producer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import load_element
+from aotc.hlo.ir import Instruction
+from aotc.hlo.shape import Shape, TupleShape
+
+ElementGenerator = Callable[[ir.IRBuilder, Sequence[ir.Value]], ir.Value]
+
+
+@dataclass
+class KernelIO:
+    """The instruction a kernel computes, its output pointers and its operands' generators."""
+
+    inst: Instruction
+    outputs: list[ir.Value]
+    operands: list[ElementGenerator]
+
+
+KernelEmitter = Callable[[ir.IRBuilder, KernelIO], None]
+
+
+def output_shapes(inst: Instruction) -> list[Shape]:
+    """The array shapes an instruction writes: one, or one per element of its tuple shape."""
+    if isinstance(inst.shape, TupleShape):
+        shapes = list(inst.shape.elements)
+        assert all(isinstance(s, Shape) for s in shapes), f"nested tuple in {inst}"
+        return shapes  # type: ignore[return-value]
+    return [inst.shape]
+
+
+def buffer_reader(base: ir.Value, shape: Shape) -> ElementGenerator:
+    """The generator that loads elements of a row-major array at ``base``."""
+    return lambda b, index: load_element(b, base, shape, index)

@@ -1,0 +1,85 @@
+"""The dot kernel: a plain loop nest with a register accumulator (fast GEMM comes later).
+
+Output index = (batch..., lhs free..., rhs free...), as XLA orders dot results; the innermost
+loops run over the contracting dimensions. ``f16`` accumulates in ``f32``; integers wrap;
+``pred`` computes ``or`` of ``and``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import register_type, scalar_constant, store_element
+from aotc.codegen.kernels.base import KernelIO
+from aotc.codegen.kernels.scalar_ops import convert
+from aotc.codegen.loops import entry_alloca, loop_nest
+from aotc.hlo.ir import DotDims
+from aotc.hlo.shape import PrimitiveType, Shape
+
+
+def emit_dot_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
+    dims = io.inst.attrs
+    assert isinstance(dims, DotDims)
+    lhs_shape, rhs_shape = (op.array_shape for op in io.inst.operands)
+    out = io.inst.array_shape
+    acc_dtype = PrimitiveType.F32 if out.dtype is PrimitiveType.F16 else out.dtype
+    acc = entry_alloca(b, register_type(acc_dtype), "acc")
+    contracting = [lhs_shape.dims[d] for d in dims.lhs_contracting]
+    with loop_nest(b, out.dims, "o") as out_index:
+        b.store(scalar_constant(register_type(acc_dtype), 0), acc)
+        lhs_at, rhs_at = _operand_index_builders(dims, lhs_shape, rhs_shape, out_index)
+        with loop_nest(b, contracting, "k") as k_index:
+            lhs = convert(b, io.operands[0](b, lhs_at(k_index)), out.dtype, acc_dtype)
+            rhs = convert(b, io.operands[1](b, rhs_at(k_index)), out.dtype, acc_dtype)
+            total = b.load(acc, typ=acc.allocated_type)
+            b.store(_multiply_add(b, acc_dtype, total, lhs, rhs), acc)
+        result = convert(b, b.load(acc, typ=acc.allocated_type), acc_dtype, out.dtype)
+        store_element(b, result, io.outputs[0], out, out_index)
+
+
+IndexMap = Callable[[Sequence[ir.Value]], list[ir.Value]]
+
+
+def _operand_index_builders(
+    dims: DotDims, lhs: Shape, rhs: Shape, out_index: Sequence[ir.Value]
+) -> tuple[IndexMap, IndexMap]:
+    """Two functions k_index -> operand index, closing over the output index."""
+    batch = list(out_index[: len(dims.lhs_batch)])
+    lhs_free_count = lhs.rank - len(dims.lhs_batch) - len(dims.lhs_contracting)
+    lhs_free = list(out_index[len(batch) : len(batch) + lhs_free_count])
+    rhs_free = list(out_index[len(batch) + lhs_free_count :])
+
+    def lhs_at(k_index: Sequence[ir.Value]) -> list[ir.Value]:
+        return _assemble(lhs.rank, dims.lhs_batch, batch, dims.lhs_contracting, k_index, lhs_free)
+
+    def rhs_at(k_index: Sequence[ir.Value]) -> list[ir.Value]:
+        return _assemble(rhs.rank, dims.rhs_batch, batch, dims.rhs_contracting, k_index, rhs_free)
+
+    return lhs_at, rhs_at
+
+
+def _assemble(
+    rank: int,
+    batch_dims: Sequence[int],
+    batch: Sequence[ir.Value],
+    contracting_dims: Sequence[int],
+    k_index: Sequence[ir.Value],
+    free: Sequence[ir.Value],
+) -> list[ir.Value]:
+    """An operand's index from the batch, contracting and (in order) free index values."""
+    placed = dict(zip(batch_dims, batch, strict=True))
+    placed.update(zip(contracting_dims, k_index, strict=True))
+    free_iter = iter(free)
+    return [placed[d] if d in placed else next(free_iter) for d in range(rank)]
+
+
+def _multiply_add(
+    b: ir.IRBuilder, dtype: PrimitiveType, total: ir.Value, x: ir.Value, y: ir.Value
+) -> ir.Value:
+    if dtype.is_float:
+        return b.fadd(total, b.fmul(x, y))
+    if dtype is PrimitiveType.PRED:
+        return b.or_(total, b.and_(x, y))
+    return b.add(total, b.mul(x, y))

@@ -1,0 +1,333 @@
+"""The elemental emitter: element generators for elementwise and data-movement instructions.
+
+``make_generator(inst, operand_generators)`` returns the generator of ``inst``'s elements.
+Elementwise ops apply their scalar semantics (``scalar_ops``) to the operands' elements at the
+same index; data movement (broadcast, transpose, slice, reshape, pad, concatenate, reverse)
+only remaps the index before asking an operand. Composing generators is how fusion will work;
+today ``emit_elemental_kernel`` wraps one instruction's generator in a loop nest over its
+output and stores every element.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import (
+    i64,
+    linear_index,
+    literal_element,
+    row_major_strides,
+    store_element,
+)
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.scalar_ops import convert, emit_scalar
+from aotc.codegen.loops import loop_nest
+from aotc.errors import CodegenError
+from aotc.hlo.ir import (
+    ELEMENTWISE,
+    Computation,
+    Dimensions,
+    Instruction,
+    IotaAttrs,
+    Opcode,
+    PadAttrs,
+    PadDim,
+    SliceAttrs,
+    TupleIndex,
+    parameter_number,
+)
+from aotc.hlo.shape import PrimitiveType, Shape
+
+GeneratorMaker = Callable[[Instruction, Sequence[ElementGenerator]], ElementGenerator]
+Index = Sequence[ir.Value]
+
+_MAKERS: dict[Opcode, GeneratorMaker] = {}
+
+
+def _makes(*opcodes: Opcode) -> Callable[[GeneratorMaker], GeneratorMaker]:
+    def register(maker: GeneratorMaker) -> GeneratorMaker:
+        for opcode in opcodes:
+            assert opcode not in _MAKERS, f"two generator makers for {opcode}"
+            _MAKERS[opcode] = maker
+        return maker
+
+    return register
+
+
+def has_generator(opcode: Opcode) -> bool:
+    return opcode in _MAKERS
+
+
+def make_generator(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    """The element generator of ``inst``, given the generators of its operands."""
+    maker = _MAKERS.get(inst.opcode)
+    if maker is None:
+        raise CodegenError(f"{inst.opcode.value} %{inst.name} has no elemental emitter")
+    return maker(inst, operands)
+
+
+@_makes(*ELEMENTWISE)
+def _elementwise(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    return lambda b, index: emit_scalar(b, inst, [g(b, index) for g in operands])
+
+
+@_makes(Opcode.CONSTANT)
+def _constant(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    """Only one-element constants are immediates; larger ones are read from their global."""
+    if inst.array_shape.size != 1:
+        raise CodegenError(f"constant %{inst.name} {inst.shape} needs a buffer, not a generator")
+    assert inst.literal is not None
+    value = literal_element(inst.array_shape.dtype, inst.literal.reshape(-1)[0])
+    return lambda b, index: value
+
+
+@_makes(Opcode.IOTA)
+def _iota(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    assert isinstance(inst.attrs, IotaAttrs)
+    dim = inst.attrs.iota_dimension
+    dtype = inst.array_shape.dtype
+    return lambda b, index: convert(b, index[dim], PrimitiveType.S64, dtype)
+
+
+def _remap(
+    operand: ElementGenerator, mapping: Callable[[ir.IRBuilder, Index], Index]
+) -> ElementGenerator:
+    return lambda b, index: operand(b, mapping(b, index))
+
+
+@_makes(Opcode.BROADCAST)
+def _broadcast(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    assert isinstance(inst.attrs, Dimensions)
+    dims = inst.attrs.dimensions
+    return _remap(operands[0], lambda b, index: [index[d] for d in dims])
+
+
+@_makes(Opcode.TRANSPOSE)
+def _transpose(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    assert isinstance(inst.attrs, Dimensions)
+    permutation = inst.attrs.dimensions
+    inverse = [permutation.index(d) for d in range(len(permutation))]
+    return _remap(operands[0], lambda b, index: [index[i] for i in inverse])
+
+
+@_makes(Opcode.RESHAPE, Opcode.BITCAST)
+def _reshape(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    out_dims = inst.array_shape.dims
+    in_dims = inst.operands[0].array_shape.dims
+    if out_dims == in_dims:
+        return operands[0]
+    return _remap(
+        operands[0], lambda b, index: delinearize(b, linear_index(b, index, out_dims), in_dims)
+    )
+
+
+def delinearize(b: ir.IRBuilder, linear: ir.Value, dims: Sequence[int]) -> list[ir.Value]:
+    """The row-major multi-index of element number ``linear`` of an array of ``dims``."""
+    result: list[ir.Value] = []
+    for size, stride in zip(dims, row_major_strides(dims), strict=True):
+        if size == 1:
+            result.append(i64(0))
+            continue
+        quotient = linear if stride == 1 else b.udiv(linear, i64(stride))
+        is_outermost = stride * size >= math.prod(dims)
+        result.append(quotient if is_outermost else b.urem(quotient, i64(size)))
+    return result
+
+
+@_makes(Opcode.SLICE)
+def _slice(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    attrs = inst.attrs
+    assert isinstance(attrs, SliceAttrs)
+
+    def mapping(b: ir.IRBuilder, index: Index) -> Index:
+        return [
+            _affine(b, i, stride, start)
+            for i, start, stride in zip(index, attrs.starts, attrs.strides, strict=True)
+        ]
+
+    return _remap(operands[0], mapping)
+
+
+def _affine(b: ir.IRBuilder, value: ir.Value, scale: int, offset: int) -> ir.Value:
+    """value * scale + offset, folding the trivial cases."""
+    if scale != 1:
+        value = b.mul(value, i64(scale))
+    return value if offset == 0 else b.add(value, i64(offset))
+
+
+@_makes(Opcode.REVERSE)
+def _reverse(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    assert isinstance(inst.attrs, Dimensions)
+    reversed_dims = set(inst.attrs.dimensions)
+    dims = inst.array_shape.dims
+
+    def mapping(b: ir.IRBuilder, index: Index) -> Index:
+        return [
+            b.sub(i64(dims[d] - 1), i) if d in reversed_dims else i for d, i in enumerate(index)
+        ]
+
+    return _remap(operands[0], mapping)
+
+
+@_makes(Opcode.PAD)
+def _pad(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    """Read the operand where the output index hits it, else the padding value.
+
+    Out-of-range indices are clamped to 0 before the (unused) operand read, so the kernel
+    stays branch-free and never reads outside the operand.
+    """
+    attrs = inst.attrs
+    assert isinstance(attrs, PadAttrs)
+    source, padding = operands
+    in_dims = inst.operands[0].array_shape.dims
+    if 0 in in_dims:
+        return padding
+
+    def generate(b: ir.IRBuilder, index: Index) -> ir.Value:
+        inside: ir.Value = ir.Constant(ir.IntType(1), 1)
+        source_index = []
+        for i, pad, size in zip(index, attrs.dims, in_dims, strict=True):
+            hit, position = _pad_source(b, i, pad, size)
+            inside = b.and_(inside, hit) if hit is not None else inside
+            source_index.append(position if hit is None else b.select(hit, position, i64(0)))
+        return b.select(inside, source(b, source_index), padding(b, []))
+
+    return generate
+
+
+def _pad_source(
+    b: ir.IRBuilder, i: ir.Value, pad: PadDim, size: int
+) -> tuple[ir.Value | None, ir.Value]:
+    """(does output index i hit the operand?, its operand index); None means always."""
+    if pad.low == 0 and pad.high == 0 and pad.interior == 0:
+        return None, i
+    shifted = b.sub(i, i64(pad.low)) if pad.low else i  # negative (huge unsigned) before start
+    step = pad.interior + 1
+    span = (size - 1) * step + 1
+    hit = b.icmp_unsigned("<", shifted, i64(span))
+    if step == 1:
+        return hit, shifted
+    on_grid = b.icmp_unsigned("==", b.urem(shifted, i64(step)), i64(0))
+    return b.and_(hit, on_grid), b.udiv(shifted, i64(step))
+
+
+@_makes(Opcode.CONCATENATE)
+def _concatenate(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    assert isinstance(inst.attrs, Dimensions)
+    dim = inst.attrs.dimensions[0]
+    sizes = [op.array_shape.dims[dim] for op in inst.operands]
+    pieces = [
+        (g, start, size)
+        for g, start, size in zip(operands, _prefix_sums(sizes), sizes, strict=True)
+        if size > 0
+    ]
+
+    def generate(b: ir.IRBuilder, index: Index) -> ir.Value:
+        return _concat_element(b, index, dim, pieces)
+
+    return generate
+
+
+def _prefix_sums(sizes: Sequence[int]) -> list[int]:
+    starts, total = [], 0
+    for size in sizes:
+        starts.append(total)
+        total += size
+    return starts
+
+
+def _concat_element(
+    b: ir.IRBuilder, index: Index, dim: int, pieces: Sequence[tuple[ElementGenerator, int, int]]
+) -> ir.Value:
+    """Branch to the one operand that holds ``index`` and merge the values with a phi."""
+    if len(pieces) == 1:
+        return _concat_piece(b, index, dim, pieces[0])
+    done = b.append_basic_block("concat.done")
+    incoming: list[tuple[ir.Value, ir.Block]] = []
+    for piece in pieces[:-1]:
+        here = b.append_basic_block("concat.piece")
+        later = b.append_basic_block("concat.next")
+        _, start, size = piece
+        b.cbranch(b.icmp_unsigned("<", index[dim], i64(start + size)), here, later)
+        b.position_at_end(here)
+        incoming.append((_concat_piece(b, index, dim, piece), b.block))
+        b.branch(done)
+        b.position_at_end(later)
+    incoming.append((_concat_piece(b, index, dim, pieces[-1]), b.block))
+    b.branch(done)
+    b.position_at_end(done)
+    phi = b.phi(incoming[0][0].type)
+    for value, block in incoming:
+        phi.add_incoming(value, block)
+    return phi
+
+
+def _concat_piece(
+    b: ir.IRBuilder, index: Index, dim: int, piece: tuple[ElementGenerator, int, int]
+) -> ir.Value:
+    generator, start, _ = piece
+    shifted = list(index)
+    shifted[dim] = b.sub(index[dim], i64(start)) if start else index[dim]
+    return generator(b, shifted)
+
+
+# ---- kernels and scalar computations ---------------------------------------------------------
+
+
+def emit_elemental_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
+    """One loop nest over the output; each element comes from the instruction's generator."""
+    generator = make_generator(io.inst, io.operands)
+    emit_store_loop(b, generator, io.outputs[0], io.inst.array_shape)
+
+
+def emit_store_loop(
+    b: ir.IRBuilder, generator: ElementGenerator, out: ir.Value, shape: Shape
+) -> None:
+    with loop_nest(b, shape.dims) as index:
+        store_element(b, generator(b, index), out, shape, index)
+
+
+def emit_scalar_computation(
+    b: ir.IRBuilder, comp: Computation, args: Sequence[ir.Value]
+) -> list[ir.Value]:
+    """Inline a computation over scalars (a reducer's ``to_apply``) on register values.
+
+    Returns the root's value, or the values of its elements if the root is a tuple.
+    """
+    values: dict[int, ir.Value | tuple[ir.Value, ...]] = {}
+    for inst in comp.post_order():
+        values[id(inst)] = _scalar_value(b, inst, values, args, comp)
+    root = values[id(comp.root)]
+    return list(root) if isinstance(root, tuple) else [root]
+
+
+def _scalar_value(
+    b: ir.IRBuilder,
+    inst: Instruction,
+    values: dict[int, ir.Value | tuple[ir.Value, ...]],
+    args: Sequence[ir.Value],
+    comp: Computation,
+) -> ir.Value | tuple[ir.Value, ...]:
+    operand_values = [values[id(op)] for op in inst.operands]
+    if inst.opcode is Opcode.PARAMETER:
+        return args[parameter_number(inst)]
+    if inst.opcode is Opcode.TUPLE:
+        return tuple(operand_values)  # type: ignore[arg-type]
+    if inst.opcode is Opcode.GET_TUPLE_ELEMENT:
+        assert isinstance(inst.attrs, TupleIndex) and isinstance(operand_values[0], tuple)
+        return operand_values[0][inst.attrs.index]
+    if inst.is_tuple or inst.array_shape.size != 1 or not has_generator(inst.opcode):
+        raise CodegenError(
+            f"{inst.opcode.value} %{inst.name} {inst.shape} in computation "
+            f"{comp.name} is not supported by codegen yet (only scalar ops)"
+        )
+    generators = [_constant_generator(v) for v in operand_values]
+    return make_generator(inst, generators)(b, [i64(0)] * inst.array_shape.rank)
+
+
+def _constant_generator(value: ir.Value | tuple[ir.Value, ...]) -> ElementGenerator:
+    assert not isinstance(value, tuple)
+    return lambda b, index: value

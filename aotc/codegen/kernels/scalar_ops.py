@@ -1,0 +1,358 @@
+"""Per-opcode scalar semantics of elementwise HLO ops, as LLVM IR on register values.
+
+Each entry of ``SCALAR_OPS`` takes the builder, the instruction (for its element types and
+attributes) and the operands' element values, and returns the result's element value. The
+semantics are XLA's: integer ops wrap; integer ``x / 0 = -1``, ``x % 0 = x``,
+``INT_MIN / -1 = INT_MIN`` and ``INT_MIN % -1 = 0``; float max/min propagate nan; float ->
+int conversion saturates and maps nan to 0; ``round-nearest-afz`` is ``llvm.round``.
+
+libm exceptions: ``power``, ``atan2`` and ``remainder`` on floats become calls to the C
+functions ``pow``/``atan2``/``fmod`` on doubles, so models using them must be linked with
+``-lm``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+from aotc.codegen import mathlib
+from aotc.codegen.irtypes import F64, call_intrinsic, declare, register_type, scalar_constant
+from aotc.errors import CodegenError
+from aotc.hlo.ir import CompareAttrs, ComparisonDirection, Instruction, Opcode
+from aotc.hlo.shape import PrimitiveType
+
+ScalarOp = Callable[[ir.IRBuilder, Instruction, Sequence[ir.Value]], ir.Value]
+ValueOp = Callable[[ir.IRBuilder, Sequence[ir.Value]], ir.Value]
+
+
+def operand_dtype(inst: Instruction, i: int = 0) -> PrimitiveType:
+    return inst.operands[i].array_shape.dtype
+
+
+def _const_like(value: ir.Value, number: float | int) -> ir.Constant:
+    return scalar_constant(value.type, number)
+
+
+def _by_kind(
+    *,
+    floating: ValueOp | None = None,
+    signed: ValueOp | None = None,
+    unsigned: ValueOp | None = None,
+    pred: ValueOp | None = None,
+    operand: int = 0,
+) -> ScalarOp:
+    """One ScalarOp choosing an implementation by the element type of operand ``operand``.
+
+    ``unsigned`` defaults to ``signed``'s sibling where the two agree (wrapping arithmetic);
+    ``pred`` defaults to ``unsigned``.
+    """
+    unsigned = unsigned or signed
+    pred = pred or unsigned
+
+    def apply(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+        dtype = operand_dtype(inst, operand)
+        impl = (
+            floating
+            if dtype.is_float
+            else signed
+            if dtype.is_signed_int
+            else unsigned
+            if dtype.is_unsigned_int
+            else pred
+        )
+        if impl is None:
+            raise CodegenError(
+                f"{inst.opcode.value} %{inst.name} does not support {dtype.value} operands"
+            )
+        return impl(b, values)
+
+    return apply
+
+
+def _binary(method: str) -> ValueOp:
+    return lambda b, v: getattr(b, method)(v[0], v[1])
+
+
+def _identity(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    return v[0]
+
+
+def _intrinsic(name: str) -> ValueOp:
+    return lambda b, v: call_intrinsic(b, name, list(v))
+
+
+def _math(name: str) -> ValueOp:
+    return lambda b, v: mathlib.call(name, b, v[0])
+
+
+def _libm(name: str) -> ValueOp:
+    """A binary C math function of doubles (pow, atan2, fmod); narrower floats are widened
+    first, which also rounds f32 results correctly in all but rare double-rounding cases."""
+
+    def call(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+        ty = v[0].type
+        args = list(v) if ty == F64 else [b.fpext(x, F64) for x in v]
+        result = b.call(declare(b.module, name, F64, [F64, F64]), args)
+        return result if ty == F64 else b.fptrunc(result, ty)
+
+    return call
+
+
+# ---- unary -----------------------------------------------------------------------------------
+
+
+def _int_abs(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    negative = b.icmp_signed("<", v[0], _const_like(v[0], 0))
+    return b.select(negative, b.neg(v[0]), v[0])
+
+
+def _is_finite(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    magnitude = call_intrinsic(b, "fabs", [v[0]])
+    return b.fcmp_ordered("<", magnitude, _const_like(v[0], float("inf")))
+
+
+def _not(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    return b.xor(v[0], _const_like(v[0], -1))
+
+
+def _rsqrt(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    return b.fdiv(_const_like(v[0], 1.0), call_intrinsic(b, "sqrt", [v[0]]))
+
+
+def _float_sign(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    x = v[0]
+    keep = b.fcmp_unordered("==", x, _const_like(x, 0.0))  # +-0 and nan map to themselves
+    return b.select(keep, x, call_intrinsic(b, "copysign", [_const_like(x, 1.0), x]))
+
+
+def _signed_sign(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    x = v[0]
+    positive = b.zext(b.icmp_signed(">", x, _const_like(x, 0)), x.type)
+    negative = b.zext(b.icmp_signed("<", x, _const_like(x, 0)), x.type)
+    return b.sub(positive, negative)
+
+
+def _unsigned_sign(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    return b.zext(b.icmp_unsigned("!=", v[0], _const_like(v[0], 0)), v[0].type)
+
+
+def _convert(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+    return convert(b, values[0], operand_dtype(inst), inst.array_shape.dtype)
+
+
+# ---- binary ----------------------------------------------------------------------------------
+
+
+def _safe_divisor(b: ir.IRBuilder, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+    """y, with the divisions LLVM leaves undefined (by 0, INT_MIN / -1) made harmless."""
+    bad = b.icmp_unsigned("==", y, _const_like(y, 0))
+    if signed:
+        width = y.type.width
+        overflow = b.and_(
+            b.icmp_signed("==", x, _const_like(x, -(1 << (width - 1)))),
+            b.icmp_signed("==", y, _const_like(y, -1)),
+        )
+        bad = b.or_(bad, overflow)
+    return b.select(bad, _const_like(y, 1), y)
+
+
+def _int_divide(signed: bool) -> ValueOp:
+    def divide(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+        x, y = v
+        safe = _safe_divisor(b, x, y, signed)
+        quotient = b.sdiv(x, safe) if signed else b.udiv(x, safe)
+        return b.select(b.icmp_unsigned("==", y, _const_like(y, 0)), _const_like(x, -1), quotient)
+
+    return divide
+
+
+def _int_remainder(signed: bool) -> ValueOp:
+    def remainder(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+        x, y = v
+        safe = _safe_divisor(b, x, y, signed)
+        rest = b.srem(x, safe) if signed else b.urem(x, safe)
+        return b.select(b.icmp_unsigned("==", y, _const_like(y, 0)), x, rest)
+
+    return remainder
+
+
+def _float_extremum(ordered_op: str) -> ValueOp:
+    """max (``>=``) / min (``<=``) that return nan if either operand is nan."""
+
+    def extremum(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+        x, y = v
+        pick = b.select(b.fcmp_ordered(ordered_op, x, y), x, y)  # y when either is nan
+        return b.select(b.fcmp_unordered("uno", x, x), x, pick)
+
+    return extremum
+
+
+def _int_extremum(op: str, signed: bool) -> ValueOp:
+    def extremum(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+        compare = b.icmp_signed if signed else b.icmp_unsigned
+        return b.select(compare(op, v[0], v[1]), v[0], v[1])
+
+    return extremum
+
+
+def _int_power(signed: bool) -> ValueOp:
+    """Exponentiation by squaring over every exponent bit (wraps like repeated multiply).
+
+    A negative exponent gives 1 for base 1 and 0 otherwise, as XLA does.
+    """
+
+    def power(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+        base, exponent = v
+        one = _const_like(base, 1)
+        acc: ir.Value = one
+        rest = exponent
+        for _ in range(base.type.width):
+            odd = b.trunc(rest, ir.IntType(1))
+            acc = b.select(odd, b.mul(acc, base), acc)
+            base = b.mul(base, base)
+            rest = b.lshr(rest, one)
+        if not signed:
+            return acc
+        negative = b.icmp_signed("<", exponent, _const_like(exponent, 0))
+        base_is_one = b.zext(b.icmp_signed("==", v[0], one), v[0].type)
+        return b.select(negative, base_is_one, acc)
+
+    return power
+
+
+_FLOAT_PREDICATES = {
+    ComparisonDirection.EQ: ("ordered", "=="), ComparisonDirection.NE: ("unordered", "!="),
+    ComparisonDirection.LT: ("ordered", "<"), ComparisonDirection.LE: ("ordered", "<="),
+    ComparisonDirection.GT: ("ordered", ">"), ComparisonDirection.GE: ("ordered", ">="),
+}  # fmt: skip
+_INT_PREDICATES = {
+    ComparisonDirection.EQ: "==", ComparisonDirection.NE: "!=", ComparisonDirection.LT: "<",
+    ComparisonDirection.LE: "<=", ComparisonDirection.GT: ">", ComparisonDirection.GE: ">=",
+}  # fmt: skip
+
+
+def _compare(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+    assert isinstance(inst.attrs, CompareAttrs)
+    direction = inst.attrs.direction
+    x, y = values
+    dtype = operand_dtype(inst)
+    if dtype.is_float:
+        kind, op = _FLOAT_PREDICATES[direction]
+        fcmp = b.fcmp_ordered if kind == "ordered" else b.fcmp_unordered
+        return fcmp(op, x, y)
+    icmp = b.icmp_signed if dtype.is_signed_int else b.icmp_unsigned
+    return icmp(_INT_PREDICATES[direction], x, y)
+
+
+# ---- ternary ---------------------------------------------------------------------------------
+
+
+def _select(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+    return b.select(values[0], values[1], values[2])
+
+
+def _clamp(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+    """clamp(lo, x, hi) = min(max(x, lo), hi), with max/min of the element type."""
+    low, x, high = values
+    raised = SCALAR_OPS[Opcode.MAXIMUM](b, inst, [x, low])
+    return SCALAR_OPS[Opcode.MINIMUM](b, inst, [raised, high])
+
+
+# ---- convert ---------------------------------------------------------------------------------
+
+
+def convert(b: ir.IRBuilder, value: ir.Value, src: PrimitiveType, dst: PrimitiveType) -> ir.Value:
+    """Convert one element from ``src`` to ``dst`` with XLA's semantics."""
+    target = register_type(dst)
+    if src is dst:
+        return value
+    if dst is PrimitiveType.PRED:
+        if src.is_float:
+            return b.fcmp_unordered("!=", value, _const_like(value, 0.0))
+        return b.icmp_unsigned("!=", value, _const_like(value, 0))
+    if src.is_float:
+        return _from_float(b, value, dst, target)
+    if dst.is_float:
+        signed = src.is_signed_int
+        return b.sitofp(value, target) if signed else b.uitofp(value, target)
+    return _int_to_int(b, value, src, target)
+
+
+def _from_float(b: ir.IRBuilder, value: ir.Value, dst: PrimitiveType, target: ir.Type) -> ir.Value:
+    if dst.is_float:
+        wider = dst.byte_size > _float_width(value.type)
+        return b.fpext(value, target) if wider else b.fptrunc(value, target)
+    name = "fptosi.sat" if dst.is_signed_int else "fptoui.sat"
+    return call_intrinsic(b, name, [value], overloads=[target, value.type], ret=target)
+
+
+def _float_width(ty: ir.Type) -> int:
+    return {"half": 2, "float": 4, "double": 8}[str(ty)]
+
+
+def _int_to_int(b: ir.IRBuilder, value: ir.Value, src: PrimitiveType, target: ir.Type) -> ir.Value:
+    width = value.type.width
+    if target.width == width:
+        return value
+    if target.width < width:
+        return b.trunc(value, target)
+    return b.sext(value, target) if src.is_signed_int else b.zext(value, target)
+
+
+# ---- the registry ----------------------------------------------------------------------------
+
+SCALAR_OPS: dict[Opcode, ScalarOp] = {
+    Opcode.ABS: _by_kind(floating=_intrinsic("fabs"), signed=_int_abs, unsigned=_identity),
+    Opcode.CEIL: _by_kind(floating=_intrinsic("ceil"), signed=_identity),
+    Opcode.CONVERT: _convert,
+    Opcode.COPY: lambda b, inst, v: v[0],
+    Opcode.FLOOR: _by_kind(floating=_intrinsic("floor"), signed=_identity),
+    Opcode.IS_FINITE: _by_kind(floating=_is_finite),
+    Opcode.NEGATE: _by_kind(floating=lambda b, v: b.fneg(v[0]), signed=lambda b, v: b.neg(v[0])),
+    Opcode.NOT: _by_kind(signed=_not),
+    Opcode.ROUND_AFZ: _by_kind(floating=_intrinsic("round"), signed=_identity),
+    Opcode.ROUND_EVEN: _by_kind(floating=_intrinsic("roundeven"), signed=_identity),
+    Opcode.RSQRT: _by_kind(floating=_rsqrt),
+    Opcode.SIGN: _by_kind(floating=_float_sign, signed=_signed_sign, unsigned=_unsigned_sign),
+    Opcode.SQRT: _by_kind(floating=_intrinsic("sqrt")),
+    Opcode.ADD: _by_kind(floating=_binary("fadd"), signed=_binary("add")),
+    Opcode.SUBTRACT: _by_kind(floating=_binary("fsub"), signed=_binary("sub")),
+    Opcode.MULTIPLY: _by_kind(floating=_binary("fmul"), signed=_binary("mul")),
+    Opcode.DIVIDE: _by_kind(floating=_binary("fdiv"), signed=_int_divide(True),
+                            unsigned=_int_divide(False)),
+    Opcode.REMAINDER: _by_kind(floating=_libm("fmod"), signed=_int_remainder(True),
+                               unsigned=_int_remainder(False)),
+    Opcode.MAXIMUM: _by_kind(floating=_float_extremum(">="), signed=_int_extremum(">", True),
+                             unsigned=_int_extremum(">", False)),
+    Opcode.MINIMUM: _by_kind(floating=_float_extremum("<="), signed=_int_extremum("<", True),
+                             unsigned=_int_extremum("<", False)),
+    Opcode.AND: _by_kind(signed=_binary("and_")),
+    Opcode.OR: _by_kind(signed=_binary("or_")),
+    Opcode.XOR: _by_kind(signed=_binary("xor")),
+    Opcode.POWER: _by_kind(floating=_libm("pow"), signed=_int_power(True),
+                           unsigned=_int_power(False)),
+    Opcode.ATAN2: _by_kind(floating=_libm("atan2")),
+    Opcode.COMPARE: _compare,
+    Opcode.SELECT: _select,
+    Opcode.CLAMP: _clamp,
+}  # fmt: skip
+
+for _opcode, _name in {
+    Opcode.COSINE: "cos", Opcode.SINE: "sin", Opcode.ERF: "erf", Opcode.EXP: "exp",
+    Opcode.EXPM1: "expm1", Opcode.LOG: "log", Opcode.LOG1P: "log1p",
+    Opcode.LOGISTIC: "logistic", Opcode.TANH: "tanh",
+}.items():  # fmt: skip
+    SCALAR_OPS[_opcode] = _by_kind(floating=_math(_name))
+
+
+def emit_scalar(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+    """The element value of elementwise ``inst`` given its operands' element values."""
+    op = SCALAR_OPS.get(inst.opcode)
+    if op is None:
+        raise CodegenError(f"{inst.opcode.value} %{inst.name} is not an elementwise op")
+    return op(b, inst, values)
+
+
+__all__ = ["SCALAR_OPS", "ScalarOp", "convert", "emit_scalar", "operand_dtype"]

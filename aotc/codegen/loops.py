@@ -1,0 +1,86 @@
+"""Loop helpers for IRBuilder code: counted loops and loop nests over a shape.
+
+Loop counters and accumulators are allocas hoisted to the function's entry block (as clang
+and numba do), so ``mem2reg``/SROA turn them into SSA values and the vectorizer sees canonical
+loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import I64, add_nuw, alloca, i64
+
+
+def function_builder(fn: ir.Function) -> ir.IRBuilder:
+    """A builder for a new function body, whose entry block is reserved for allocas.
+
+    The entry block holds only allocas and a branch to the body, so hoisting an alloca never
+    moves an instruction under the feet of the builder that is writing the body.
+    """
+    allocas = fn.append_basic_block("allocas")
+    body = fn.append_basic_block("body")
+    ir.IRBuilder(allocas).branch(body)
+    return ir.IRBuilder(body)
+
+
+def entry_alloca(builder: ir.IRBuilder, ty: ir.Type, name: str = "") -> ir.AllocaInstr:
+    """An alloca in the current function's entry block (made by ``function_builder``)."""
+    entry = builder.function.entry_basic_block
+    assert entry.is_terminated and entry.name == "allocas", "use loops.function_builder"
+    hoisted = ir.IRBuilder(entry)
+    hoisted.position_before(entry.terminator)
+    return alloca(hoisted, ty, name)
+
+
+@contextmanager
+def for_range(builder: ir.IRBuilder, count: int | ir.Value, name: str = "i") -> Iterator[ir.Value]:
+    """``for (i64 i = 0; i < count; ++i)``; yields ``i`` with the builder inside the body."""
+    counter = entry_alloca(builder, I64, f"{name}.addr")
+    builder.store(i64(0), counter)
+    trip = i64(count) if isinstance(count, int) else count
+    cond = builder.append_basic_block(f"{name}.cond")
+    body = builder.append_basic_block(f"{name}.body")
+    end = builder.append_basic_block(f"{name}.end")
+    builder.branch(cond)
+    builder.position_at_end(cond)
+    index = builder.load(counter, name=name, typ=I64)
+    builder.cbranch(builder.icmp_signed("<", index, trip), body, end)
+    builder.position_at_end(body)
+    yield index
+    builder.store(add_nuw(builder, index, i64(1)), counter)
+    builder.branch(cond)
+    builder.position_at_end(end)
+
+
+@contextmanager
+def loop_nest(
+    builder: ir.IRBuilder, dims: Sequence[int], name: str = "d"
+) -> Iterator[list[ir.Value]]:
+    """Nested ``for_range`` loops over ``dims`` (outermost first); yields the multi-index.
+
+    Dimensions of size 1 get no loop (their index is the constant 0).
+    """
+    with _nest(builder, list(dims), name, 0) as index:
+        yield index
+
+
+@contextmanager
+def _nest(
+    builder: ir.IRBuilder, dims: list[int], name: str, depth: int
+) -> Iterator[list[ir.Value]]:
+    if depth == len(dims):
+        yield []
+        return
+    if dims[depth] == 1:
+        with _nest(builder, dims, name, depth + 1) as inner:
+            yield [i64(0), *inner]
+        return
+    with (
+        for_range(builder, dims[depth], f"{name}{depth}") as outer,
+        _nest(builder, dims, name, depth + 1) as inner,
+    ):
+        yield [outer, *inner]

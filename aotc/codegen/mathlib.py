@@ -1,0 +1,527 @@
+"""Inline approximations of transcendental functions, written with IRBuilder ops only.
+
+Every ``f32`` function here is branch-free straight-line code (selects, no calls), so it works
+unchanged on ``<N x float>`` vectors and lets the loop vectorizer vectorize kernels that use it.
+The object file therefore needs no libm for ``f32`` models.
+
+Accuracy for ``f32``, measured by ``tests/test_codegen_mathlib.py`` on 2^18-point sweeps per
+function (dense ranges, random bit patterns over all finite floats, specials) against float64
+numpy; ULP = units in the last place of the float32 result:
+
+==========  ==============================================  =========  =======================
+function    method                                          measured   bound the tests assert
+==========  ==============================================  =========  =======================
+exp         Cephes ``expf``: x = n ln2 + r, polynomial;    0.94 ULP   2 ULP (incl. subnormal
+            2^n applied in two exact steps                             results)
+log         Cephes ``logf``: frexp, polynomial             0.77 ULP   2 ULP
+expm1       Kahan: (u - 1) x / log u, u = exp x (|x| < 1)   2.35 ULP   4 ULP
+log1p       Goldberg: log(u) x / (u - 1), u = 1 + x         2.25 ULP   4 ULP
+tanh        Cephes ``tanhf``: odd poly below 0.625, else    1.22 ULP,  1e-6 abs, 2 ULP
+            1 - 2 / (exp(2|x|) + 1)                         7.3e-8
+logistic    1 / (1 + e^-x); e^x / (1 + e^x) for x < 0      2.23 ULP,  1e-6 abs, 3 ULP
+                                                            8.9e-8
+erf         x P(x^2) below 0.9; 1 - exp(-x^2) R(1/x) up to  2.31 ULP,  1e-6 abs, 3 ULP
+            3.92; +-1 beyond (P, R least-squares fits at    1.2e-7
+            Chebyshev nodes)
+sin, cos    in f64: |x| = n pi/2 + r (Cody-Waite below      0.50 ULP   1 ULP, all finite x
+            2^27, Payne-Hanek above), fdlibm
+            ``__kernel_sindf/cosdf`` polynomials
+==========  ==============================================  =========  =======================
+
+sin/cos compute both reductions and select (branch-free); the Payne-Hanek path reads a small
+constant table of the bits of 2/pi (scalar loads, gathers once vectorized).
+
+Special values follow C99: exp(-inf) = 0, exp(inf) = inf, log(0) = -inf, log(x < 0) = nan,
+tanh/erf(+-inf) = +-1, nan in -> nan out, sin/cos(+-inf) = nan.
+
+``f64`` uses LLVM intrinsics (``llvm.exp.f64``, ``llvm.log.f64``, ...) or declares the C
+function (``tanh``, ``erf``, ``expm1``, ``log1p``); those become libm calls, so ``f64`` models
+that use transcendental functions must be linked with ``-lm``. ``f16`` computes in ``f32``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import F16, F32, F64, call_intrinsic, declare, scalar_constant
+
+MathFn = Callable[[ir.IRBuilder, ir.Value], ir.Value]
+
+
+class _Ops:
+    """Arithmetic on one scalar-or-vector float type, so formulas read like the C they mirror."""
+
+    def __init__(self, builder: ir.IRBuilder, ty: ir.Type):
+        self.b = builder
+        self.ty = ty
+        self.element = ty.element if isinstance(ty, ir.VectorType) else ty
+        width = {"half": 16, "float": 32, "double": 64}[str(self.element)]
+        int_element = ir.IntType(width)
+        self.ity = (
+            ir.VectorType(int_element, ty.count) if isinstance(ty, ir.VectorType) else int_element
+        )
+
+    def c(self, value: float) -> ir.Constant:
+        return _splat(self.ty, scalar_constant(self.element, value))
+
+    def ci(self, value: int) -> ir.Constant:
+        element = self.ity.element if isinstance(self.ity, ir.VectorType) else self.ity
+        return _splat(self.ity, scalar_constant(element, value))
+
+    def add(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fadd(a, b)
+
+    def sub(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fsub(a, b)
+
+    def mul(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fmul(a, b)
+
+    def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fdiv(a, b)
+
+    def poly(self, x: ir.Value, coefficients: Sequence[float]) -> ir.Value:
+        """Horner's rule; ``coefficients`` from the highest power down to the constant."""
+        result: ir.Value = self.c(coefficients[0])
+        for coefficient in coefficients[1:]:
+            result = self.add(self.mul(result, x), self.c(coefficient))
+        return result
+
+    def lt(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fcmp_ordered("<", a, b)
+
+    def gt(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fcmp_ordered(">", a, b)
+
+    def eq(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fcmp_ordered("==", a, b)
+
+    def isnan(self, a: ir.Value) -> ir.Value:
+        return self.b.fcmp_unordered("uno", a, a)
+
+    def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.select(cond, a, b)
+
+    def abs(self, a: ir.Value) -> ir.Value:
+        return call_intrinsic(self.b, "fabs", [a])
+
+    def copysign(self, magnitude: ir.Value, sign: ir.Value) -> ir.Value:
+        return call_intrinsic(self.b, "copysign", [magnitude, sign])
+
+    def clamp(self, x: ir.Value, low: float, high: float) -> ir.Value:
+        """min(max(x, low), high); nan becomes ``high`` (callers patch nan afterwards)."""
+        x = self.select(self.lt(x, self.c(high)), x, self.c(high))
+        return self.select(self.gt(x, self.c(low)), x, self.c(low))
+
+    def round_small(self, x: ir.Value) -> ir.Value:
+        """Round to nearest even for |x| < 2^22 (f32) / 2^51 (f64), with no libm call."""
+        magic = self.c(12582912.0 if self.element == F32 else 6755399441055744.0)
+        return self.sub(self.add(x, magic), magic)
+
+    def bits(self, a: ir.Value) -> ir.Value:
+        return self.b.bitcast(a, self.ity)
+
+    def from_bits(self, a: ir.Value) -> ir.Value:
+        return self.b.bitcast(a, self.ty)
+
+
+def _splat(ty: ir.Type, element: ir.Constant) -> ir.Constant:
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [element] * ty.count)
+    return element
+
+
+def _element(ty: ir.Type) -> ir.Type:
+    return ty.element if isinstance(ty, ir.VectorType) else ty
+
+
+# ---- exp, log and friends --------------------------------------------------------------------
+
+_EXP_HI = 88.72283172607422  # largest float whose exp is finite
+_EXP_LO = -103.97207641601562  # smallest float whose exp does not round to 0
+_EXP_POLY = (
+    1.9875691500e-4,
+    1.3981999507e-3,
+    8.3334519073e-3,
+    4.1665795894e-2,
+    1.6666665459e-1,
+    5.0000001201e-1,
+)
+_LN2_HI = 0.693359375
+_LN2_LO = -2.12194440e-4
+_LOG2E = 1.44269504088896341
+
+
+def _exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    m = _Ops(b, x.type)
+    xc = m.clamp(x, _EXP_LO, _EXP_HI)
+    n = m.round_small(m.mul(xc, m.c(_LOG2E)))
+    r = m.sub(m.sub(xc, m.mul(n, m.c(_LN2_HI))), m.mul(n, m.c(_LN2_LO)))
+    p = m.add(m.add(m.mul(m.poly(r, _EXP_POLY), m.mul(r, r)), r), m.c(1.0))
+    result = _scale_by_power_of_two(m, p, b.fptosi(n, m.ity))
+    result = m.select(m.gt(x, m.c(_EXP_HI)), m.c(float("inf")), result)
+    result = m.select(m.lt(x, m.c(_EXP_LO)), m.c(0.0), result)
+    return m.select(m.isnan(x), x, result)
+
+
+def _scale_by_power_of_two(m: _Ops, p: ir.Value, n: ir.Value) -> ir.Value:
+    """p * 2^n for n in [-150, 128], in two exact steps so subnormals round once."""
+    half = m.b.ashr(n, m.ci(1))
+    rest = m.b.sub(n, half)
+    return m.mul(m.mul(p, _power_of_two(m, half)), _power_of_two(m, rest))
+
+
+def _power_of_two(m: _Ops, n: ir.Value) -> ir.Value:
+    """2^n for a normal exponent n (f32 only)."""
+    return m.from_bits(m.b.shl(m.b.add(n, m.ci(127)), m.ci(23)))
+
+
+_LOG_POLY = (
+    7.0376836292e-2,
+    -1.1514610310e-1,
+    1.1676998740e-1,
+    -1.2420140846e-1,
+    1.4249322787e-1,
+    -1.6668057665e-1,
+    2.0000714765e-1,
+    -2.4999993993e-1,
+    3.3333331174e-1,
+)
+_SQRT_HALF = 0.70710678118654752440
+_MIN_NORMAL = 1.17549435e-38
+
+
+def _log_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    m = _Ops(b, x.type)
+    mantissa, exponent = _frexp_f32(m, x)
+    small = m.lt(mantissa, m.c(_SQRT_HALF))
+    exponent = m.select(small, m.sub(exponent, m.c(1.0)), exponent)
+    f = m.sub(m.select(small, m.add(mantissa, mantissa), mantissa), m.c(1.0))
+    z = m.mul(f, f)
+    y = m.mul(m.mul(m.poly(f, _LOG_POLY), f), z)
+    y = m.add(y, m.mul(exponent, m.c(_LN2_LO)))
+    y = m.sub(y, m.mul(z, m.c(0.5)))
+    result = m.add(m.add(f, y), m.mul(exponent, m.c(_LN2_HI)))
+    return _log_special_values(m, x, result)
+
+
+def _frexp_f32(m: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """x = mantissa * 2^exponent, mantissa in [0.5, 1), for finite positive x (exponent: f32)."""
+    subnormal = m.lt(x, m.c(_MIN_NORMAL))
+    scaled = m.select(subnormal, m.mul(x, m.c(2.0**25)), x)
+    bits = m.bits(scaled)
+    biased = m.b.lshr(bits, m.ci(23))
+    mantissa = m.from_bits(m.b.or_(m.b.and_(bits, m.ci(0x007FFFFF)), m.ci(0x3F000000)))
+    exponent = m.b.sitofp(m.b.sub(biased, m.ci(126)), m.ty)
+    return mantissa, m.select(subnormal, m.sub(exponent, m.c(25.0)), exponent)
+
+
+def _log_special_values(m: _Ops, x: ir.Value, result: ir.Value) -> ir.Value:
+    result = m.select(m.eq(x, m.c(float("inf"))), x, result)
+    result = m.select(m.eq(x, m.c(0.0)), m.c(float("-inf")), result)
+    result = m.select(m.lt(x, m.c(0.0)), m.c(float("nan")), result)
+    return m.select(m.isnan(x), x, result)
+
+
+def _expm1_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Kahan's trick near 0: exp(x) - 1 = (u - 1) x / log(u), exact where u rounds to 1;
+    plain u - 1 for |x| >= 1, where it is accurate (and the product could overflow)."""
+    m = _Ops(b, x.type)
+    u = _exp_f32(b, x)
+    um1 = m.sub(u, m.c(1.0))
+    kahan = m.div(m.mul(um1, x), _log_f32(b, u))
+    kahan = m.select(m.eq(u, m.c(1.0)), x, kahan)
+    return m.select(m.lt(m.abs(x), m.c(1.0)), kahan, m.select(m.isnan(x), x, um1))
+
+
+def _log1p_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Goldberg's trick: log(1 + x) = log(u) * x / (u - 1) with u = 1 + x rounded."""
+    m = _Ops(b, x.type)
+    u = m.add(x, m.c(1.0))
+    log_u = _log_f32(b, u)
+    result = m.mul(log_u, m.div(x, m.sub(u, m.c(1.0))))
+    result = m.select(m.eq(u, m.c(float("inf"))), u, result)
+    return m.select(m.eq(u, m.c(1.0)), x, result)
+
+
+# ---- tanh, logistic, erf ---------------------------------------------------------------------
+
+_TANH_POLY = (
+    -5.70498872745e-3,
+    2.06390887954e-2,
+    -5.37397155531e-2,
+    1.33314422036e-1,
+    -3.33332819422e-1,
+)
+
+
+def _tanh_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    m = _Ops(b, x.type)
+    z = m.abs(x)
+    x2 = m.mul(x, x)
+    small = m.add(m.mul(m.mul(m.poly(x2, _TANH_POLY), x2), x), x)
+    e = _exp_f32(b, m.add(z, z))
+    large = m.sub(m.c(1.0), m.div(m.c(2.0), m.add(e, m.c(1.0))))
+    return m.select(m.gt(z, m.c(0.625)), m.copysign(large, x), small)
+
+
+def _logistic_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return _logistic(b, x, _exp_f32)
+
+
+def _logistic(b: ir.IRBuilder, x: ir.Value, exp: MathFn) -> ir.Value:
+    """1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: exp never overflows, so tiny
+    results keep their relative accuracy."""
+    m = _Ops(b, x.type)
+    e = exp(b, b.fneg(m.abs(x)))
+    denominator = m.add(m.c(1.0), e)
+    positive = m.div(m.c(1.0), denominator)
+    return m.select(m.lt(x, m.c(0.0)), m.div(e, denominator), positive)
+
+
+# erf(x) = x * P(x^2) for |x| < 0.9 and 1 - exp(-x^2) * R(1/x) for 0.9 <= |x| <= 3.92,
+# P and R fitted by weighted least squares at Chebyshev nodes (relative error), highest first.
+_ERF_SMALL = (
+    -0.0006086067296863459,
+    0.005011083249407705,
+    -0.02677827595163351,
+    0.11282122121993081,
+    -0.37612521327875176,
+    1.128379153467059,
+)
+_ERFC_LARGE = (
+    0.01585831265981833,
+    -0.09685351255457886,
+    0.23766943019666517,
+    -0.26081455572544543,
+    0.0003923240705119291,
+    0.36330063291251097,
+    -0.4239314754749002,
+    0.03138202826454374,
+    0.560383086641757,
+    0.00019731400148826706,
+)
+_ERF_SPLIT = 0.9
+_ERF_ONE = 3.92  # erf rounds to 1.0f from here on
+
+
+def _erf_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    m = _Ops(b, x.type)
+    z = m.abs(x)
+    small = m.mul(x, m.poly(m.mul(x, x), _ERF_SMALL))
+    zc = m.select(m.lt(z, m.c(_ERF_ONE)), z, m.c(_ERF_ONE))
+    zc = m.select(m.lt(zc, m.c(_ERF_SPLIT)), m.c(_ERF_SPLIT), zc)
+    tail = m.mul(_exp_f32(b, b.fneg(m.mul(zc, zc))), m.poly(m.div(m.c(1.0), zc), _ERFC_LARGE))
+    large = m.copysign(m.sub(m.c(1.0), tail), x)
+    result = m.select(m.lt(z, m.c(_ERF_SPLIT)), small, large)
+    return m.select(m.isnan(x), x, result)
+
+
+# ---- sin, cos (f32 through an f64 kernel) ----------------------------------------------------
+
+_TWO_OVER_PI = 0.6366197723675814
+_PIO2_HI = 1.5707963109016418  # pi/2 to 25 bits: n * _PIO2_HI is exact for |n| < 2^28
+_PIO2_LO = 1.5893254773528196e-08  # pi/2 - _PIO2_HI
+_SIN_POLY = (
+    2.718311493989822e-06,
+    -0.00019839334836096632,
+    0.008333329385889463,
+    -0.16666666641626524,
+)  # fdlibm __kernel_sindf
+_COS_POLY = (
+    2.439044879627741e-05,
+    -0.001388676377460993,
+    0.04166662332373906,
+    -0.499999997251031,
+)  # fdlibm __kernel_cosdf
+_MEDIUM_LIMIT = 2.0**27  # Cody-Waite below this; Payne-Hanek (integer) reduction above
+# Sliding 32-bit windows of the bits of 2/pi: entry k = floor(2/pi * 2^(8k+6)) mod 2^32.
+_TWO_OVER_PI_BITS = (
+    0x00000028,
+    0x000028BE,
+    0x0028BE60,
+    0x28BE60DB,
+    0xBE60DB93,
+    0x60DB9391,
+    0xDB939105,
+    0x9391054A,
+    0x91054A7F,
+    0x054A7F09,
+    0x4A7F09D5,
+    0x7F09D5F4,
+    0x09D5F47D,
+    0xD5F47D4D,
+    0xF47D4D37,
+    0x7D4D3770,
+    0x4D377036,
+    0x377036D8,
+    0x7036D8A5,
+    0x36D8A566,
+    0xD8A5664F,
+    0xA5664F10,
+    0x664F10E4,
+    0x4F10E410,
+    0x10E4107F,
+)
+_PIO2_SCALED = 3.4061215800865545e-19  # pi/2 * 2^-62
+
+
+def _reduce_medium(b: ir.IRBuilder, a: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """|x| (f32) -> (r: f64, quadrant: i64) with |x| = n pi/2 + r, for |x| < 2^27."""
+    wide = _widen(b, a, F64)
+    d = _Ops(b, wide.type)
+    n = d.round_small(d.mul(wide, d.c(_TWO_OVER_PI)))
+    r = d.sub(d.sub(wide, d.mul(n, d.c(_PIO2_HI))), d.mul(n, d.c(_PIO2_LO)))
+    return r, b.fptosi(n, d.ity)
+
+
+def _reduce_huge(b: ir.IRBuilder, a: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Payne-Hanek for finite |x| >= 2^27 (the idea of Eigen's ``trig_reduce_huge``).
+
+    With x = M 2^s (M the 24-bit mantissa), x 2/pi mod 4 only depends on the bits of 2/pi
+    from 2^-(s-1) on: we multiply M (shifted so the table is 8-bit aligned) by the 96-bit
+    window of them, keep the product in 2.62 fixed point, round to the quadrant and convert
+    the remaining fraction to f64 radians.
+    """
+    m = _Ops(b, a.type)
+    i64 = _int_like(a.type, 64)
+    bits = m.bits(a)
+    e = b.sub(b.lshr(bits, m.ci(23)), m.ci(118))
+    mantissa = b.or_(b.and_(bits, m.ci(0x007FFFFF)), m.ci(0x00800000))
+    xi = b.zext(b.shl(mantissa, b.and_(e, m.ci(7))), i64)
+    word = b.lshr(e, m.ci(3))
+    hi, mid, lo = (_table_word(b, word, k, i64) for k in (-1, 3, 7))
+    p = b.mul(xi, lo)
+    p = b.add(b.mul(xi, mid), b.lshr(p, _splat(i64, ir.Constant(ir.IntType(64), 32))))
+    p = b.add(b.shl(b.mul(xi, hi), _splat(i64, ir.Constant(ir.IntType(64), 32))), p)
+    half = _splat(i64, ir.Constant(ir.IntType(64), 1 << 61))
+    quadrant = b.lshr(b.add(p, half), _splat(i64, ir.Constant(ir.IntType(64), 62)))
+    fraction = b.sub(p, b.shl(quadrant, _splat(i64, ir.Constant(ir.IntType(64), 62))))
+    wide_ty = ir.VectorType(F64, a.type.count) if isinstance(a.type, ir.VectorType) else F64
+    d = _Ops(b, wide_ty)
+    return d.mul(b.sitofp(fraction, wide_ty), d.c(_PIO2_SCALED)), quadrant
+
+
+def _table_word(b: ir.IRBuilder, word: ir.Value, k: int, i64: ir.Type) -> ir.Value:
+    """Entry ``word + k`` of the 2/pi table, zero-extended to i64 (gathers on vectors)."""
+    table = _two_over_pi_table(b.module)
+    index = b.zext(
+        b.add(word, _splat(word.type, scalar_constant(_element(word.type), k))),
+        _int_like(word.type, 64),
+    )
+    if not isinstance(word.type, ir.VectorType):
+        return b.zext(_load_word(b, table, index), i64)
+    lanes: ir.Value = ir.Constant(_int_like(word.type, 32), None)
+    for lane in range(word.type.count):
+        element = _load_word(b, table, b.extract_element(index, ir.Constant(ir.IntType(32), lane)))
+        lanes = b.insert_element(lanes, element, ir.Constant(ir.IntType(32), lane))
+    return b.zext(lanes, i64)
+
+
+def _load_word(b: ir.IRBuilder, table: ir.GlobalVariable, index: ir.Value) -> ir.Value:
+    ptr = b.gep(table, [index], inbounds=True, source_etype=ir.IntType(32))
+    return b.load(ptr, typ=ir.IntType(32), align=4)
+
+
+def _two_over_pi_table(module: ir.Module) -> ir.GlobalVariable:
+    name = "aotc.two_over_pi"
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    ty = ir.ArrayType(ir.IntType(32), len(_TWO_OVER_PI_BITS))
+    table = ir.GlobalVariable(module, ty, name)
+    table.initializer = ir.Constant(ty, [ir.Constant(ir.IntType(32), w) for w in _TWO_OVER_PI_BITS])
+    table.global_constant = True
+    table.linkage = "private"
+    table.unnamed_addr = True
+    return table
+
+
+def _int_like(ty: ir.Type, width: int) -> ir.Type:
+    element = ir.IntType(width)
+    return ir.VectorType(element, ty.count) if isinstance(ty, ir.VectorType) else element
+
+
+def _sin_cos_kernels(d: _Ops, r: ir.Value) -> tuple[ir.Value, ir.Value]:
+    z = d.mul(r, r)
+    sin = d.add(r, d.mul(d.mul(r, z), d.poly(z, _SIN_POLY)))
+    cos = d.add(d.c(1.0), d.mul(z, d.poly(z, _COS_POLY)))
+    return sin, cos
+
+
+def _trig_f32(b: ir.IRBuilder, x: ir.Value, shift: int) -> ir.Value:
+    """sin (shift 0) or cos (shift 1) of x; the quadrant, moved by ``shift``, picks a kernel.
+
+    Reduces |x| (medium or huge path, chosen by select) and evaluates in f64; for sin the
+    sign of x is put back at the end (sin is odd, cos even).
+    """
+    m = _Ops(b, x.type)
+    a = m.abs(x)
+    medium = m.lt(a, m.c(_MEDIUM_LIMIT))
+    r_medium, q_medium = _reduce_medium(b, m.select(medium, a, m.c(0.0)))
+    huge_input = m.select(medium, m.c(_MEDIUM_LIMIT), m.select(m.isnan(a), m.c(1.0), a))
+    huge_input = m.select(m.eq(a, m.c(float("inf"))), m.c(_MEDIUM_LIMIT), huge_input)
+    r_huge, q_huge = _reduce_huge(b, huge_input)
+    r = b.select(medium, r_medium, r_huge)
+    d = _Ops(b, r.type)
+    q = b.add(b.select(medium, q_medium, q_huge), d.ci(shift))
+    sin, cos = _sin_cos_kernels(d, r)
+    value = d.select(b.trunc(q, _int_like(q.type, 1)), cos, sin)
+    negative = b.icmp_unsigned("!=", b.and_(q, d.ci(2)), d.ci(0))
+    value = b.fptrunc(d.select(negative, b.fneg(value), value), x.type)
+    if shift == 0:
+        sign = b.and_(m.bits(x), m.ci(-0x80000000))
+        value = m.from_bits(b.xor(m.bits(value), sign))
+    infinite = m.eq(a, m.c(float("inf")))
+    return m.select(infinite, m.c(float("nan")), m.select(m.isnan(x), x, value))
+
+
+# ---- dispatch --------------------------------------------------------------------------------
+
+
+def _widen(b: ir.IRBuilder, x: ir.Value, element: ir.Type) -> ir.Value:
+    ty = ir.VectorType(element, x.type.count) if isinstance(x.type, ir.VectorType) else element
+    return b.fpext(x, ty)
+
+
+def _f64_intrinsic(name: str) -> MathFn:
+    return lambda b, x: call_intrinsic(b, name, [x])
+
+
+def _f64_libm(name: str) -> MathFn:
+    def call(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+        return b.call(declare(b.module, name, F64, [F64]), [x])
+
+    return call
+
+
+def _logistic_f64(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return _logistic(b, x, _f64_intrinsic("exp"))
+
+
+_F32: dict[str, MathFn] = {
+    "exp": _exp_f32, "log": _log_f32, "expm1": _expm1_f32, "log1p": _log1p_f32,
+    "tanh": _tanh_f32, "logistic": _logistic_f32, "erf": _erf_f32,
+    "sin": lambda b, x: _trig_f32(b, x, 0), "cos": lambda b, x: _trig_f32(b, x, 1),
+}  # fmt: skip
+_F64: dict[str, MathFn] = {
+    "exp": _f64_intrinsic("exp"), "log": _f64_intrinsic("log"), "sin": _f64_intrinsic("sin"),
+    "cos": _f64_intrinsic("cos"), "tanh": _f64_libm("tanh"), "erf": _f64_libm("erf"),
+    "expm1": _f64_libm("expm1"), "log1p": _f64_libm("log1p"), "logistic": _logistic_f64,
+}  # fmt: skip
+
+FUNCTIONS = frozenset(_F32)
+
+
+def call(name: str, builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Apply mathlib function ``name`` to a float (or float vector) value."""
+    element = _element(x.type)
+    if element == F32:
+        return _F32[name](builder, x)
+    if element == F64:
+        return _F64[name](builder, x)
+    assert element == F16, f"mathlib {name} on {x.type}"
+    wide = _F32[name](builder, _widen(builder, x, F32))
+    return builder.fptrunc(wide, x.type)

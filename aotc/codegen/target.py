@@ -1,0 +1,146 @@
+"""Targets: triple / cpu / features -> an llvmlite TargetMachine, and object emission.
+
+``"host"`` resolves to the machine aotc runs on: the process triple, the host cpu name and
+its feature string (user features are appended, so ``"+avx2"`` or ``"-prefer-256-bit"`` still
+apply). ``cpu="host"`` with a triple for another architecture means ``"generic"``. Every LLVM
+target is built into llvmlite, so cross-compiling needs no extra installs.
+
+LLVM only *warns* about an unknown cpu or feature (and later aborts the process while
+emitting), so we capture its stderr while creating the TargetMachine and turn those warnings
+into ``CodegenError``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import llvmlite.binding as llvm
+
+from aotc.errors import CodegenError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What to compile for; ``"host"`` means the machine aotc runs on."""
+
+    triple: str = "host"
+    cpu: str = "host"
+    features: str = ""
+
+
+@functools.cache
+def _initialize() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def _arch(triple: str) -> str:
+    return triple.split("-", 1)[0]
+
+
+def resolve_target(spec: TargetSpec) -> TargetSpec:
+    """Replace ``"host"`` by the real triple, cpu and features."""
+    host_triple = llvm.get_process_triple()
+    triple = host_triple if spec.triple == "host" else spec.triple
+    if spec.cpu != "host":
+        return TargetSpec(triple, spec.cpu, spec.features)
+    if _arch(triple) != _arch(host_triple):
+        return TargetSpec(triple, "generic", spec.features)
+    host_features = llvm.get_host_cpu_features().flatten()
+    features = ",".join(f for f in (host_features, spec.features) if f)
+    return TargetSpec(triple, llvm.get_host_cpu_name(), features)
+
+
+def create_target_machine(spec: TargetSpec) -> tuple[llvm.TargetMachine, TargetSpec]:
+    """The TargetMachine for ``spec`` (position-independent code, -O3) and the resolved spec."""
+    _initialize()
+    resolved = resolve_target(spec)
+    try:
+        target = llvm.Target.from_triple(resolved.triple)
+    except RuntimeError as e:
+        raise CodegenError(
+            f"unknown target triple '{resolved.triple}': {e}; use e.g. "
+            "x86_64-unknown-linux-gnu or aarch64-unknown-linux-gnu"
+        ) from e
+    tm, warnings = _capture_stderr(
+        lambda: target.create_target_machine(
+            cpu=resolved.cpu,
+            features=resolved.features,
+            opt=3,
+            reloc="pic",
+            codemodel="default",
+            abiname=_abi_name(resolved),
+        )
+    )
+    _check_warnings(warnings, resolved)
+    return tm, resolved
+
+
+def _abi_name(spec: TargetSpec) -> str:
+    """RISC-V needs the float ABI spelled out to match hard-float features."""
+    arch = _arch(spec.triple)
+    if not arch.startswith("riscv"):
+        return ""
+    base = "lp64" if arch.startswith("riscv64") else "ilp32"
+    flags = set(spec.features.split(","))
+    return base + ("d" if "+d" in flags else "f" if "+f" in flags else "")
+
+
+def _check_warnings(warnings: str, spec: TargetSpec) -> None:
+    for line in warnings.splitlines():
+        if "is not a recognized processor" in line:
+            raise CodegenError(
+                f"unknown cpu '{spec.cpu}' for target triple '{spec.triple}' (try cpu 'generic')"
+            )
+        if "is not a recognized feature" in line:
+            feature = line.split("'")[1] if "'" in line else line
+            raise CodegenError(
+                f"unknown feature '{feature}' for target triple "
+                f"'{spec.triple}' (features: '{spec.features}')"
+            )
+
+
+def _capture_stderr(fn: Callable[[], T]) -> tuple[T, str]:
+    """Run ``fn`` with file descriptor 2 redirected; LLVM writes its warnings there."""
+    with tempfile.TemporaryFile() as sink:
+        saved = os.dup(2)
+        try:
+            os.dup2(sink.fileno(), 2)
+            result = fn()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        sink.seek(0)
+        return result, sink.read().decode(errors="replace")
+
+
+def optimize(module_ir: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
+    """Parse and verify LLVM IR, then run the -O3 pipeline with loop and SLP vectorization."""
+    _initialize()
+    try:
+        module = llvm.parse_assembly(module_ir)
+        module.verify()
+    except RuntimeError as e:
+        raise CodegenError(f"aotc generated invalid LLVM IR (a bug in aotc): {e}") from e
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    options = llvm.create_pipeline_tuning_options(speed_level=3)
+    options.loop_vectorization = True
+    options.slp_vectorization = True
+    options.loop_unrolling = True
+    builder = llvm.create_pass_builder(tm, options)
+    builder.getModulePassManager().run(module, builder)
+    return module
+
+
+def emit_object(module_ir: str | llvm.ModuleRef, tm: llvm.TargetMachine) -> bytes:
+    """The relocatable object file for LLVM IR text (optimized first) or an optimized module."""
+    module = optimize(module_ir, tm) if isinstance(module_ir, str) else module_ir
+    return bytes(tm.emit_object(module))

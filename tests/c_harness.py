@@ -1,0 +1,278 @@
+"""Run a compiled model from C: link its object with a generated program and call it.
+
+``run_compiled(model, inputs)`` writes ``<name>.o`` / ``<name>.h`` and a C program to a temp
+dir, compiles them with one ``cc -O1 -std=c99 -Wall -Werror`` call (adding ``-lm`` only when
+the object needs libm), runs the program and returns the results of two calls:
+
+1. ``<name>_run`` (typed pointers) with 64-byte aligned buffers;
+2. ``<name>_run_buffers`` with every argument and result at an address that is *not* 16-byte
+   aligned (offset by one element from a 64-byte boundary; C still needs natural alignment).
+
+Both calls get a fresh 64-byte aligned temp buffer filled with garbage, and result buffers are
+pre-filled with garbage too, so unwritten elements show up. The program also checks the
+header's macros and tables against the model, so every test exercises the header.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from aotc.codegen import CompiledModel
+from aotc.codegen.header import C_TYPES
+from aotc.hlo.shape import Shape
+
+CC = os.environ.get("CC", "cc")
+CFLAGS = ["-O1", "-std=c99", "-Wall", "-Werror"]
+
+LIBM_SYMBOLS = frozenset(
+    (
+        "exp",
+        "expf",
+        "log",
+        "logf",
+        "pow",
+        "powf",
+        "tanh",
+        "tanhf",
+        "erf",
+        "erff",
+        "erfc",
+        "erfcf",
+        "expm1",
+        "expm1f",
+        "log1p",
+        "log1pf",
+        "sin",
+        "sinf",
+        "cos",
+        "cosf",
+        "atan2",
+        "atan2f",
+        "fmod",
+        "fmodf",
+        "sqrt",
+        "sqrtf",
+        "floor",
+        "floorf",
+        "ceil",
+        "ceilf",
+        "round",
+        "roundf",
+        "roundeven",
+        "roundevenf",
+        "rint",
+        "rintf",
+        "nearbyint",
+        "nearbyintf",
+        "trunc",
+        "truncf",
+        "exp2",
+        "exp2f",
+        "log2",
+        "log2f",
+        "log10",
+        "log10f",
+    )
+)
+
+
+def exported_and_undefined_symbols(object_bytes: bytes) -> tuple[set[str], set[str]]:
+    """(global symbols the object defines, symbols it leaves undefined), from ``nm``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "model.o")
+        path.write_bytes(object_bytes)
+        out = subprocess.run(["nm", "-g", str(path)], capture_output=True, text=True, check=True)
+    defined, undefined = set(), set()
+    for line in out.stdout.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[-2] in ("U", "w", "v"):
+            undefined.add(fields[-1])
+        elif len(fields) == 3:
+            defined.add(fields[2])
+    return defined, undefined
+
+
+def run_compiled(
+    model: CompiledModel, inputs: Sequence[np.ndarray]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Results of the typed call and of the ``run_buffers`` call, as numpy arrays."""
+    assert len(inputs) == len(model.args), f"{model.name} takes {len(model.args)} arguments"
+    arrays = [_as_argument(x, info.shape) for x, info in zip(inputs, model.args, strict=True)]
+    _, undefined = exported_and_undefined_symbols(model.object_bytes)
+    libs = ["-lm"] if undefined & LIBM_SYMBOLS else []
+    with tempfile.TemporaryDirectory(prefix="aotc_harness_") as tmp:
+        work = Path(tmp)
+        (work / f"{model.name}.o").write_bytes(model.object_bytes)
+        (work / f"{model.name}.h").write_text(model.header)
+        (work / "main.c").write_text(_program(model))
+        for i, array in enumerate(arrays):
+            (work / f"arg{i}.bin").write_bytes(array.tobytes())
+        _compile_and_run(work, model.name, libs)
+        return _read_results(work, model, "typed"), _read_results(work, model, "buffers")
+
+
+def _as_argument(x: np.ndarray, shape: Shape) -> np.ndarray:
+    array = np.ascontiguousarray(np.asarray(x, dtype=shape.dtype.numpy))
+    assert array.shape == shape.dims, f"input shape {array.shape} != {shape}"
+    return array
+
+
+def _compile_and_run(work: Path, name: str, libs: list[str]) -> None:
+    cmd = [
+        CC,
+        *CFLAGS,
+        "-I",
+        str(work),
+        str(work / "main.c"),
+        str(work / f"{name}.o"),
+        "-o",
+        str(work / "main"),
+        *libs,
+    ]
+    built = subprocess.run(cmd, capture_output=True, text=True)
+    if built.returncode:
+        raise AssertionError(f"cc failed:\n{built.stderr}")
+    ran = subprocess.run(
+        [str(work / "main"), str(work)], capture_output=True, text=True, timeout=120
+    )
+    if ran.returncode:
+        raise AssertionError(f"harness exited {ran.returncode}:\n{ran.stdout}{ran.stderr}")
+
+
+def _read_results(work: Path, model: CompiledModel, call: str) -> list[np.ndarray]:
+    results = []
+    for j, info in enumerate(model.results):
+        data = (work / f"result{j}.{call}.bin").read_bytes()
+        array = np.frombuffer(data, dtype=info.shape.dtype.numpy).reshape(info.shape.dims)
+        results.append(array.copy())
+    return results
+
+
+def _program(model: CompiledModel) -> str:
+    name, upper = model.name, model.name.upper()
+    n_args, n_results = len(model.args), len(model.results)
+    arg_types = [C_TYPES[a.shape.dtype] for a in model.args]
+    result_types = [C_TYPES[r.shape.dtype] for r in model.results]
+    typed_args = [f"(const {t} *)args[{i}]" for i, t in enumerate(arg_types)]
+    typed_results = [f"({t} *)results[{j}]" for j, t in enumerate(result_types)]
+    typed_call = ", ".join([*typed_args, *typed_results, "temp"])
+    arg_sizes = ", ".join([f"{upper}_ARG{i}_BYTES" for i in range(n_args)] + ["0"])
+    result_sizes = ", ".join([f"{upper}_RESULT{j}_BYTES" for j in range(n_results)] + ["0"])
+    arg_items = ", ".join([str(a.shape.dtype.byte_size) for a in model.args] + ["1"])
+    result_items = ", ".join([str(r.shape.dtype.byte_size) for r in model.results] + ["1"])
+    return _TEMPLATE.substitute(
+        name=name,
+        upper=upper,
+        n_args=n_args,
+        n_results=n_results,
+        typed_call=typed_call,
+        arg_sizes=arg_sizes,
+        result_sizes=result_sizes,
+        arg_items=arg_items,
+        result_items=result_items,
+        checks=_table_checks(model),
+    )
+
+
+def _table_checks(model: CompiledModel) -> str:
+    """C statements checking the header's tables against the model's signature."""
+    lines = []
+    for kind, infos in (("arg", model.args), ("result", model.results)):
+        for i, info in enumerate(infos):
+            table = f"{model.name}_{kind}_info[{i}]"
+            lines.append(f"  CHECK({table}.rank == {info.shape.rank});")
+            lines.append(f"  CHECK({table}.bytes == {info.shape.byte_size}u);")
+            for d, size in enumerate(info.shape.dims):
+                lines.append(f"  CHECK({table}.dims[{d}] == {size});")
+        lines.append(f"  CHECK({model.name}_{kind}_info[{len(infos)}].name == NULL);")
+    return "\n".join(lines)
+
+
+_TEMPLATE = string.Template(r"""
+#define _POSIX_C_SOURCE 200112L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "${name}.h"
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s\n", #c); exit(3); } } while (0)
+#define N_ARGS (${n_args} + 1)
+#define N_RESULTS (${n_results} + 1)
+
+static const size_t arg_bytes[N_ARGS] = {${arg_sizes}};
+static const size_t result_bytes[N_RESULTS] = {${result_sizes}};
+static const size_t arg_item[N_ARGS] = {${arg_items}};
+static const size_t result_item[N_RESULTS] = {${result_items}};
+
+static void *aligned(size_t bytes) {
+  void *p = NULL;
+  CHECK(posix_memalign(&p, ${upper}_ALIGN, bytes + 2 * ${upper}_ALIGN) == 0);
+  memset(p, 0xA5, bytes + 2 * ${upper}_ALIGN);
+  return p;
+}
+
+static void read_file(const char *dir, const char *file, void *dst, size_t bytes) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL);
+  CHECK(fread(dst, 1, bytes, f) == bytes);
+  fclose(f);
+}
+
+static void write_file(const char *dir, const char *file, const void *src, size_t bytes) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  CHECK(fwrite(src, 1, bytes, f) == bytes);
+  fclose(f);
+}
+
+/* Calls the model once; misalign shifts every argument and result by one element. */
+static void call(const char *dir, int typed, size_t misalign_args) {
+  const void *args[N_ARGS];
+  void *results[N_RESULTS];
+  void *arg_blocks[N_ARGS], *result_blocks[N_RESULTS];
+  char file[64];
+  for (int i = 0; i < ${n_args}; ++i) {
+    arg_blocks[i] = aligned(arg_bytes[i]);
+    char *p = (char *)arg_blocks[i] + (misalign_args ? arg_item[i] : 0);
+    snprintf(file, sizeof file, "arg%d.bin", i);
+    read_file(dir, file, p, arg_bytes[i]);
+    args[i] = p;
+  }
+  for (int j = 0; j < ${n_results}; ++j) {
+    result_blocks[j] = aligned(result_bytes[j]);
+    results[j] = (char *)result_blocks[j] + (misalign_args ? result_item[j] : 0);
+  }
+  void *temp = aligned(${upper}_TEMP_BYTES);
+  CHECK(((size_t)temp % ${upper}_ALIGN) == 0);
+  int rc = typed ? ${name}_run(${typed_call}) : ${name}_run_buffers(args, results, temp);
+  CHECK(rc == 0);
+  for (int j = 0; j < ${n_results}; ++j) {
+    snprintf(file, sizeof file, "result%d.%s.bin", j, typed ? "typed" : "buffers");
+    write_file(dir, file, results[j], result_bytes[j]);
+    free(result_blocks[j]);
+  }
+  for (int i = 0; i < ${n_args}; ++i) free(arg_blocks[i]);
+  free(temp);
+}
+
+int main(int argc, char **argv) {
+  CHECK(argc == 2);
+  CHECK(${upper}_NUM_ARGS == ${n_args} && ${upper}_NUM_RESULTS == ${n_results});
+  CHECK(${upper}_ALIGN == 64);
+${checks}
+  call(argv[1], 1, 0);
+  call(argv[1], 0, 1);
+  return 0;
+}
+""")

@@ -1,0 +1,242 @@
+"""Accuracy of the inline f32 math library (aotc/codegen/mathlib.py) on dense sweeps.
+
+One compiled model evaluates every function on 2^18 points (dense linear sweeps over each
+function's useful range, random bit patterns over all finite floats of both signs, tiny and
+huge values, +-0, +-inf, nan) through the C harness; errors are measured against float64
+numpy. The bounds asserted here are the ones documented in mathlib's docstring.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from c_harness import exported_and_undefined_symbols, run_compiled
+from llvmlite import ir
+
+from aotc.codegen import TensorInfo, compile_module, mathlib
+from aotc.codegen.irtypes import F32, I64, PTR, VOID
+from aotc.codegen.target import TargetSpec, create_target_machine
+from aotc.hlo.shape import PrimitiveType, Shape
+from aotc.hlo.text import parse_module
+
+N = 1 << 18
+RNG = np.random.default_rng(2024)
+SPECIALS = np.array(
+    [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1e-45,
+        -1e-45,
+        1e-38,
+        -1e-38,
+        1e-30,
+        -1e-30,
+        1.0,
+        -1.0,
+        3.4028235e38,
+        -3.4028235e38,
+    ],
+    np.float32,
+)
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))
+    return np.where(x < 0, e / (1 + e), 1 / (1 + e))
+
+
+# opcode -> (float64 reference, error kind, bound)
+FUNCTIONS = {
+    "exponential": (np.exp, "ulp", 2.0),
+    "log": (np.log, "ulp", 2.0),
+    "exponential-minus-one": (np.expm1, "ulp", 4.0),
+    "log-plus-one": (np.log1p, "ulp", 4.0),
+    "tanh": (np.tanh, "abs", 1e-6),
+    "logistic": (_logistic, "abs", 1e-6),
+    "erf": (_erf, "abs", 1e-6),
+    "sine": (np.sin, "ulp", 1.0),
+    "cosine": (np.cos, "ulp", 1.0),
+}
+# Relative-error companions (in ULP) where the docstring promises them.
+ULP_TOO = {"tanh": 2.0, "logistic": 3.0, "erf": 3.0}
+
+
+def _random_floats(n: int, negative: bool = False, upper: int = 0x7F800000) -> np.ndarray:
+    x = RNG.integers(0, upper, n, dtype=np.uint32).view(np.float32)
+    return -x if negative else x
+
+
+def _sweep(lo: float, hi: float, n: int = N // 2) -> np.ndarray:
+    return np.linspace(lo, hi, n).astype(np.float32)
+
+
+def _inputs(*parts: np.ndarray) -> np.ndarray:
+    x = np.concatenate([SPECIALS, *parts]).astype(np.float32)
+    return np.resize(x, N)
+
+
+def _both_signs(n: int) -> list[np.ndarray]:
+    return [_random_floats(n), _random_floats(n, negative=True)]
+
+
+INPUTS = {
+    "exponential": _inputs(_sweep(-104, 89), _sweep(-1, 1, N // 4), *_both_signs(N // 8)),
+    "log": _inputs(
+        _random_floats(N // 2),
+        _sweep(0.5, 2, N // 4),
+        _sweep(1e-6, 1e-3, N // 8),
+        _random_floats(1000, negative=True),
+    ),
+    "exponential-minus-one": _inputs(_sweep(-20, 89), _sweep(-1, 1, N // 4), *_both_signs(N // 8)),
+    "log-plus-one": _inputs(
+        _sweep(-1, 10, N // 4),
+        _random_floats(N // 4),
+        _random_floats(N // 8, negative=True, upper=0x3F800000),
+        _sweep(-1e-3, 1e-3, N // 8),
+    ),
+    "tanh": _inputs(_sweep(-12, 12), _sweep(-1, 1, N // 4), *_both_signs(N // 8)),
+    "logistic": _inputs(_sweep(-110, 100), _sweep(-10, 10, N // 4), *_both_signs(N // 8)),
+    "erf": _inputs(_sweep(-5, 5), _sweep(-1, 1, N // 4), *_both_signs(N // 8)),
+    "sine": _inputs(
+        _sweep(-10, 10, N // 4),
+        _sweep(-1e5, 1e5, N // 4),
+        _random_floats(N // 4),
+        _random_floats(N // 8, negative=True),
+    ),
+    "cosine": _inputs(
+        _sweep(-10, 10, N // 4),
+        _sweep(-1e5, 1e5, N // 4),
+        _random_floats(N // 4),
+        _random_floats(N // 8, negative=True),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def outputs() -> dict[str, np.ndarray]:
+    names = list(FUNCTIONS)
+    shape = Shape(PrimitiveType.F32, (N,))
+    body = "\n".join(
+        f"  x{i} = f32[{N}] parameter({i})\n  y{i} = f32[{N}] {name}(x{i})"
+        for i, name in enumerate(names)
+    )
+    results = ", ".join(f"y{i}" for i in range(len(names)))
+    text = (
+        f"HloModule mathlib\nENTRY main {{\n{body}\n  ROOT t = "
+        f"({', '.join([f'f32[{N}]'] * len(names))}) tuple({results})\n}}"
+    )
+    model = compile_module(
+        parse_module(text),
+        "mathlib_sweep",
+        [TensorInfo(f"x{i}", shape) for i in range(len(names))],
+        [TensorInfo(f"y{i}", shape) for i in range(len(names))],
+    )
+    _, undefined = exported_and_undefined_symbols(model.object_bytes)
+    assert not undefined, f"f32 math must not call libm: {undefined}"
+    typed, buffers = run_compiled(model, [INPUTS[n] for n in names])
+    for a, b in zip(typed, buffers, strict=True):
+        np.testing.assert_array_equal(a, b)
+    return dict(zip(names, typed, strict=True))
+
+
+def errors(name: str, got: np.ndarray, x: np.ndarray | None = None) -> tuple[float, float]:
+    """(max ULP error, max absolute error) over finite references; specials checked exactly."""
+    x = INPUTS[name] if x is None else x
+    reference, _, _ = FUNCTIONS[name]
+    with np.errstate(all="ignore"):
+        exact = reference(x.astype(np.float64))
+        rounded = exact.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(rounded), err_msg=f"{name}: nan")
+    infinite = np.isinf(rounded)
+    np.testing.assert_array_equal(got[infinite], rounded[infinite], err_msg=f"{name}: inf")
+    finite = np.isfinite(rounded)
+    assert np.isfinite(got[finite]).all(), f"{name}: non-finite result for finite reference"
+    diff = np.abs(got[finite].astype(np.float64) - exact[finite])
+    ulps = diff / np.spacing(np.abs(rounded[finite])).astype(np.float64)
+    return float(ulps.max()), float(diff.max())
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_accuracy_within_documented_bounds(name: str, outputs: dict[str, np.ndarray]) -> None:
+    max_ulp, max_abs = errors(name, outputs[name])
+    _, kind, bound = FUNCTIONS[name]
+    measured = max_ulp if kind == "ulp" else max_abs
+    assert measured <= bound, f"{name}: max {kind} error {measured:.3g} > {bound}"
+    if name in ULP_TOO:
+        assert max_ulp <= ULP_TOO[name], f"{name}: {max_ulp:.3g} ULP"
+
+
+def test_special_values(outputs: dict[str, np.ndarray]) -> None:
+    x = INPUTS["exponential"]
+    got = dict(zip(x[:5].tolist(), outputs["exponential"][:5].tolist(), strict=True))
+    assert got[0.0] == 1.0 and got[math.inf] == math.inf and got[-math.inf] == 0.0
+    assert np.signbit(outputs["sine"][1]) and outputs["sine"][1] == 0.0  # sin(-0) = -0
+    assert np.isnan(outputs["sine"][2]) and np.isnan(outputs["cosine"][3])  # sin/cos(+-inf)
+    assert outputs["log"][0] == -math.inf and np.isnan(outputs["log"][3])  # log(0), log(-inf)
+    assert outputs["tanh"][2] == 1.0 and outputs["erf"][3] == -1.0
+
+
+# ---- the same code on vectors ----------------------------------------------------------------
+
+LANES = 8
+
+
+def _vector_module(names: list[str]) -> ir.Module:
+    """``void <fn>(const float *x, float *y, i64 n)`` processing LANES floats at a time."""
+    module = ir.Module("vector_mathlib")
+    vec = ir.VectorType(F32, LANES)
+    for name in names:
+        fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), name)
+        b = ir.IRBuilder(fn.append_basic_block())
+        loop, done = fn.append_basic_block("loop"), fn.append_basic_block("done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I64)
+        i.add_incoming(ir.Constant(I64, 0), fn.blocks[0])
+        src = b.gep(fn.args[0], [i], source_etype=F32)
+        value = b.load(src, typ=vec, align=4)
+        b.store(mathlib.call(name, b, value), b.gep(fn.args[1], [i], source_etype=F32), align=4)
+        nxt = b.add(i, ir.Constant(I64, LANES))
+        i.add_incoming(nxt, loop)
+        b.cbranch(b.icmp_signed("<", nxt, fn.args[2]), loop, done)
+        b.position_at_end(done)
+        b.ret_void()
+    return module
+
+
+_VECTOR_NAMES = {
+    "exp": "exponential",
+    "log": "log",
+    "tanh": "tanh",
+    "logistic": "logistic",
+    "erf": "erf",
+    "sin": "sine",
+    "cos": "cosine",
+    "expm1": "exponential-minus-one",
+    "log1p": "log-plus-one",
+}
+
+
+def test_functions_work_on_vectors() -> None:
+    tm, _ = create_target_machine(TargetSpec())
+    module = llvm.parse_assembly(str(_vector_module(list(_VECTOR_NAMES))))
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, tm)
+    engine.finalize_object()
+    signature = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+    for short, name in _VECTOR_NAMES.items():
+        x = np.ascontiguousarray(INPUTS[name][: 1 << 14])
+        y = np.empty_like(x)
+        signature(engine.get_function_address(short))(x.ctypes.data, y.ctypes.data, x.size)
+        max_ulp, max_abs = errors(name, y, x)
+        _, kind, bound = FUNCTIONS[name]
+        assert (max_ulp if kind == "ulp" else max_abs) <= bound, f"vector {name}"
