@@ -7,6 +7,8 @@ in order and returns the HLO value of each of the node's outputs.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Sequence
 
 from aotc.hlo.ir import Instruction
@@ -45,5 +47,9 @@ def supported_ops() -> dict[str, str]:
 
 
 def _load_op_modules() -> None:
-    # Importing the op modules runs their @translates decorators.
-    from aotc.frontend.ops import array, math, nn  # noqa: F401
+    # Importing every module of the ops package runs its @translates decorators.
+    import aotc.frontend.ops as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name != "registry":
+            importlib.import_module(f"{package.__name__}.{info.name}")
