@@ -2,45 +2,204 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from collections.abc import Callable
-from functools import wraps
+from functools import partial, wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from aotc import __version__
+from aotc import __version__, progress
+from aotc.cache import DiskCache, compile_cached
+from aotc.codegen.compile import CompiledModel
 from aotc.driver import TargetOverrides, compile_graph, output_paths, write_artifacts
 from aotc.errors import AotcError
+from aotc.frontend.sources import SourceOptions, shape_options
+from aotc.passes import DumpOptions, PipelineOptions
+from aotc.report import write_report
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+# Exit codes: 1 user error (AotcError), 2 usage error (click), 3 a bug in aotc, 130 Ctrl-C.
+INTERNAL_ERROR_EXIT = 3
+
+
+def guarded(fn: Callable[[], T], show_traceback: bool = False) -> T:
+    """Run ``fn`` under the CLI's error policy: an AotcError is one line and its exit code;
+    any other exception is a bug, reported as one line with exit code 3 (with the traceback
+    only when ``--traceback`` was given)."""
+    try:
+        return fn()
+    except AotcError as err:
+        click.echo(f"aotc: error: {err}", err=True)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        click.echo("aotc: interrupted; no output was written", err=True)
+        sys.exit(130)
+    except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        raise  # click's own usage errors and exits
+    except Exception as err:
+        if show_traceback:
+            raise
+        click.echo(_internal_error_line(err), err=True)
+        sys.exit(INTERNAL_ERROR_EXIT)
+
+
+def _internal_error_line(err: Exception) -> str:
+    detail = (str(err).strip().splitlines() or [""])[0][:200]
+    return (
+        f"aotc: internal error: {type(err).__name__}: {detail}; please report it "
+        "(rerun with 'aotc --traceback ...' for details)"
+    )
+
+
+def _traceback_requested() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().params.get("traceback"))
 
 
 def reports_errors(fn: F) -> F:
-    """Turn an AotcError into one line on stderr and its exit code; never a traceback."""
+    """Apply the CLI's error policy (see ``guarded``) to one command function."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except AotcError as err:
-            click.echo(f"aotc: error: {err}", err=True)
-            sys.exit(err.exit_code)
-        except KeyboardInterrupt:
-            click.echo("aotc: interrupted; no output was written", err=True)
-            sys.exit(130)
+        return guarded(lambda: fn(*args, **kwargs), _traceback_requested())
 
     return wrapper  # type: ignore[return-value]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="aotc")
-def main() -> None:
-    """aotc: compile TensorFlow graphs ahead of time into an object file and a C header."""
+class AotcGroup(click.Group):
+    """The command group; every subcommand runs under the error policy of ``guarded``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return guarded(lambda: super(AotcGroup, self).invoke(ctx), _traceback_requested())
+
+
+def quiet_option(fn: F) -> F:
+    """``-q/--quiet``: print nothing but errors, and no progress line."""
+    return click.option(
+        "-q", "--quiet", is_flag=True, help="Print only errors; no progress or summary."
+    )(fn)
+
+
+def verbose_option(help_text: str) -> Callable[[F], F]:
+    """``-v/--verbose`` with a command-specific meaning."""
+    return click.option("-v", "--verbose", is_flag=True, help=help_text)
+
+
+@click.group(cls=AotcGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="aotc")
+@click.option(
+    "--traceback", is_flag=True, help="Show Python tracebacks for internal errors (debugging)."
+)
+def main(traceback: bool) -> None:
+    """aotc: compile TensorFlow graphs ahead of time into an object file and a C header.
+
+    \b
+    Examples:
+      aotc inspect mlp.pb --emit-config mlp.yaml   # look inside, write a starting config
+      aotc compile mlp.pb -c mlp.yaml -o build/mlp # -> build/mlp.o + build/mlp.h
+      aotc run mlp.pb -c mlp.yaml --input x=x.npy --reference
+      aotc ops                                     # the TensorFlow ops aotc translates
+
+    Exit codes: 0 success, 1 error in the input, 2 usage error, 3 internal error (a bug).
+    """
+
+
+def savedmodel_options(fn: F) -> F:
+    """``--signature``, ``--tag``, ``--shape``: how to read a SavedModel directory."""
+    fn = click.option(
+        "--shape",
+        "shapes",
+        multiple=True,
+        metavar="NAME=D0,D1,...",
+        help="Static shape of a SavedModel input with unknown dimensions (repeatable).",
+    )(fn)
+    fn = click.option(
+        "--tag",
+        "tags",
+        multiple=True,
+        help="SavedModel MetaGraphDef tag (repeatable). Default: serve.",
+    )(fn)
+    signature_help = "SavedModel signature key. Default: serving_default."
+    return click.option("--signature", help=signature_help)(fn)
+
+
+def cache_options(fn: F) -> F:
+    """``--cache-dir`` and ``--no-cache``: the compilation cache."""
+    fn = click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")(fn)
+    return click.option(
+        "--cache-dir",
+        metavar="DIR",
+        help="Compilation cache folder. Default: $AOTC_CACHE_DIR or ~/.cache/aotc.",
+    )(fn)
+
+
+def pass_options(fn: F) -> F:
+    """``--dump-to``, ``--dump-pass-re``, ``--dump-format``, ``--disable-pass``."""
+    fn = click.option(
+        "--disable-pass",
+        "disabled_passes",
+        multiple=True,
+        metavar="NAME",
+        help="Skip an optimization pass by name (repeatable); a wrong name lists the names.",
+    )(fn)
+    fn = click.option(
+        "--dump-format",
+        default="text",
+        show_default=True,
+        metavar="FORMATS",
+        help="Comma-separated dump formats: text (HLO), dot (Graphviz), html (drawn graph).",
+    )(fn)
+    fn = click.option(
+        "--dump-pass-re",
+        default=".*",
+        metavar="REGEX",
+        help="Dump only after passes whose name matches REGEX. Default: every pass.",
+    )(fn)
+    return click.option(
+        "--dump-to",
+        metavar="DIR",
+        type=click.Path(file_okay=False),
+        help="Write the HLO before optimization and after each pass that changed it to DIR.",
+    )(fn)
+
+
+def pipeline_options(
+    dump_to: str | None, dump_pass_re: str, dump_format: str, disabled: tuple[str, ...]
+) -> PipelineOptions | None:
+    """The pass options as the library takes them; None when all are at their defaults."""
+    from aotc.passes import pass_names
+
+    names = pass_names()
+    for name in disabled:
+        if name not in names:
+            raise click.BadParameter(
+                f"unknown pass {name!r}; passes: {', '.join(names)}", param_hint="--disable-pass"
+            )
+    formats = frozenset(f.strip() for f in dump_format.split(",") if f.strip())
+    try:
+        dump = DumpOptions(Path(dump_to), dump_pass_re, formats) if dump_to else None
+    except (ValueError, re.error) as err:
+        raise click.BadParameter(str(err), param_hint="--dump-format/--dump-pass-re") from None
+    if dump is None and not disabled:
+        return None
+    return PipelineOptions(dump=dump, disabled=frozenset(disabled))
+
+
+def source_options(
+    signature: str | None, tags: tuple[str, ...], shapes: tuple[str, ...]
+) -> SourceOptions:
+    """The SavedModel options as the library takes them."""
+    return SourceOptions(signature, tags or None, shape_options(shapes))
 
 
 @main.command("compile")
-@click.argument("graph", type=click.Path(dir_okay=False))
+@click.argument("graph", type=click.Path())
 @click.option(
     "-c",
     "--config",
@@ -57,6 +216,16 @@ def main() -> None:
 @click.option("--target-triple", help="LLVM target triple, e.g. aarch64-unknown-linux-gnu.")
 @click.option("--target-cpu", help="LLVM CPU name, e.g. generic, skylake-avx512, neoverse-n1.")
 @click.option("--target-features", help='LLVM feature string, e.g. "+avx2,+fma".')
+@savedmodel_options
+@cache_options
+@pass_options
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    help="Write a JSON report: kernels (fused ops, FLOPs, bytes), temp and constant bytes.",
+)
+@verbose_option("Print a short summary: kernels, temp bytes vs the peak-live bound, constants.")
 @reports_errors
 def compile_command(
     graph: str,
@@ -65,19 +234,56 @@ def compile_command(
     target_triple: str | None,
     target_cpu: str | None,
     target_features: str | None,
+    signature: str | None,
+    tags: tuple[str, ...],
+    shapes: tuple[str, ...],
+    cache_dir: str | None,
+    no_cache: bool,
+    dump_to: str | None = None,
+    dump_pass_re: str = ".*",
+    dump_format: str = "text",
+    disabled_passes: tuple[str, ...] = (),
+    report_path: str | None = None,
+    verbose: bool = False,
 ) -> None:
-    """Compile GRAPH (a frozen GraphDef, .pb or .pbtxt) to PREFIX.o and PREFIX.h.
+    """Compile GRAPH to PREFIX.o and PREFIX.h.
+
+    GRAPH is a frozen GraphDef (.pb or .pbtxt), a SavedModel directory, or XLA HLO text
+    (.hlo, as JAX and TensorFlow print it). An unchanged model is served from the cache.
 
     \b
     Examples:
       aotc compile mlp.pb -c mlp.yaml -o build/mlp
       aotc compile mlp.pb --target-triple aarch64-unknown-linux-gnu --target-cpu generic
+      aotc compile saved_model/ --signature serving_default --shape x=1,224,224,3
+      aotc compile model.hlo -o build/model
     """
     targets = TargetOverrides(target_triple, target_cpu, target_features)
-    model = compile_graph(graph, config, targets)
-    object_path, header_path = output_paths(graph, output)
-    write_artifacts(model, object_path, header_path)
+    with progress.display():
+        options = source_options(signature, tags, shapes)
+        passes = pipeline_options(dump_to, dump_pass_re, dump_format, disabled_passes)
+        # dumps must run the passes, and the cache key does not know the pass options
+        cache = None if no_cache or passes else DiskCache(cache_dir)
+        compile_fn = partial(compile_graph, passes=passes)
+        model, _ = compile_cached(graph, config, targets, options, cache, compile_fn)
+        object_path, header_path = output_paths(graph, output)
+        write_artifacts(model, object_path, header_path)
     click.echo(f"wrote {object_path} and {header_path}")
+    _compile_report(model, report_path, verbose)
+
+
+def _compile_report(model: CompiledModel, path: str | None, verbose: bool) -> None:
+    """``--report`` and ``-v`` of ``aotc compile``."""
+    report = getattr(model, "report", None)
+    if report is None:
+        if path or verbose:
+            click.echo("aotc: no report for a model served from the cache (use --no-cache)")
+        return
+    if path:
+        write_report(report, path)
+        click.echo(f"wrote {path}")
+    if verbose:
+        click.echo(report.summary())
 
 
 @main.command()
@@ -89,7 +295,13 @@ def compile_command(
     help="One op per line, or a markdown table with notes.",
 )
 def ops(fmt: str) -> None:
-    """List the TensorFlow ops aotc can translate."""
+    """List the TensorFlow ops aotc can translate.
+
+    \b
+    Examples:
+      aotc ops | grep -i conv
+      aotc ops --format markdown > docs/ops.md
+    """
     from aotc.frontend.ops.registry import supported_ops
 
     table = supported_ops()
@@ -99,3 +311,103 @@ def ops(fmt: str) -> None:
     click.echo("| TF op | notes |\n|---|---|")
     for op, note in table.items():
         click.echo(f"| `{op}` | {note} |")
+
+
+@main.command("inspect")
+@click.argument("graph", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON, for tools.")
+@click.option(
+    "--emit-config",
+    type=click.Path(dir_okay=False),
+    metavar="FILE.yaml",
+    help="Write a starting config (Placeholders as feeds, candidate outputs as fetches).",
+)
+@click.option("--force", is_flag=True, help="Let --emit-config overwrite an existing file.")
+@verbose_option("List every node of each unsupported op (default: the first 5).")
+@quiet_option
+def inspect_command(
+    graph: str, as_json: bool, emit_config: str | None, force: bool, verbose: bool, quiet: bool
+) -> None:
+    """Summarize GRAPH: ops, Placeholders, candidate outputs, unsupported ops, constant bytes.
+
+    \b
+    Examples:
+      aotc inspect model.pb
+      aotc inspect model.pb --json | jq .placeholders
+      aotc inspect model.pb --emit-config model.yaml && aotc compile model.pb -c model.yaml
+    """
+    from aotc.inspection import emit_config as write_config
+    from aotc.inspection import format_summary, inspect_graph
+
+    summary = inspect_graph(graph)
+    if emit_config:
+        write_config(summary, emit_config, overwrite=force)
+    if quiet:
+        return
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+    else:
+        click.echo(format_summary(summary, max_names=None if verbose else 5))
+    if emit_config and not as_json:
+        click.echo(f"wrote {emit_config}")
+
+
+@main.command("run")
+@click.argument("graph", type=click.Path(dir_okay=False))
+@click.option(
+    "-c",
+    "--config",
+    type=click.Path(dir_okay=False),
+    help="YAML config (feeds, fetches). Default: GRAPH's .yaml if present.",
+)
+@click.option(
+    "-i",
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME=FILE.npy",
+    help="An input array for feed NAME; repeat for each feed.",
+)
+@click.option(
+    "-d",
+    "--output-dir",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for the outputs, one <fetch name>.npy each (created if missing).",
+)
+@click.option(
+    "--reference",
+    is_flag=True,
+    help="Also run the numpy reference evaluator and print the max |difference| per output.",
+)
+@verbose_option("Also print the model's inputs before running.")
+@quiet_option
+def run_command(
+    graph: str,
+    config: str | None,
+    inputs: tuple[str, ...],
+    output_dir: str,
+    reference: bool,
+    verbose: bool,
+    quiet: bool,
+) -> None:
+    """Compile GRAPH for this machine in-process (JIT), run it on .npy inputs, save outputs.
+
+    \b
+    Examples:
+      aotc run mlp.pb -c mlp.yaml --input x=x.npy
+      aotc run mlp.pb --input x=x.npy --output-dir out --reference
+    """
+    from aotc.runner import format_output, parse_input_options, run_graph, save_outputs
+
+    files = parse_input_options(inputs)
+    with progress.display(enabled=not quiet):
+        result = run_graph(graph, config, files, reference=reference)
+        saved = save_outputs(result.outputs, output_dir)
+    if verbose and not quiet:
+        click.echo(
+            "\n".join(f"input {spec.describe()} <- {files[spec.name]}" for spec in result.inputs)
+        )
+    if not quiet:
+        click.echo("\n".join(format_output(out) for out in saved))

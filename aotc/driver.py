@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from aotc import progress
 from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module
 from aotc.config import Config, load_config
-from aotc.errors import OutputError
+from aotc.errors import AotcError, OutputError
 from aotc.frontend.graphdef import Graph, load_graph
+from aotc.frontend.limits import check_feed_sizes, check_module_sizes
 from aotc.frontend.signature import Signature, default_config_path, resolve_signature
+from aotc.frontend.sources import SourceOptions, load_source
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
+from aotc.passes import PipelineOptions, PipelineReport, default_pipeline
 
 
 @dataclass(frozen=True)
@@ -28,32 +34,68 @@ class TargetOverrides:
 
 @dataclass
 class Frontend:
-    """What the front end produced: the graph, its resolved signature and the HLO module."""
+    """What the front end produced: the graph, its resolved signature and the HLO module.
 
-    graph: Graph
+    ``graph`` is None for HLO text input, which has no TensorFlow graph.
+    """
+
+    graph: Graph | None
     config: Config
     signature: Signature
     module: Module
 
 
-def load_frontend(graph_path: str | Path, config_path: str | Path | None = None) -> Frontend:
-    """Load the graph and config, resolve feeds and fetches, and translate to verified HLO."""
-    graph = load_graph(graph_path)
-    config_path = config_path or default_config_path(Path(graph_path))
-    config = load_config(config_path) if config_path else Config()
-    signature = resolve_signature(graph, config, Path(graph_path))
-    module = translate_graph(graph, signature)
-    verify_module(module)
+def load_frontend(
+    graph_path: str | Path,
+    config_path: str | Path | None = None,
+    options: SourceOptions | None = None,
+) -> Frontend:
+    """Load the graph and config, resolve feeds and fetches, and translate to verified HLO.
+
+    ``graph_path`` may also be a SavedModel directory or an HLO text file (``options`` picks
+    the SavedModel's signature, tags and input shapes).
+    """
+    with progress.stage("load"), errors_name_file(graph_path):
+        source = load_source(graph_path, config_path, options)
+    if source is not None:
+        return Frontend(source.graph, source.config, source.signature, source.module)
+    with progress.stage("load"), errors_name_file(graph_path):
+        graph = load_graph(graph_path)
+        config_path = config_path or default_config_path(Path(graph_path))
+        config = load_config(config_path) if config_path else Config()
+        signature = resolve_signature(graph, config, Path(graph_path))
+        check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), graph.path)
+    with progress.stage("translate"), errors_name_file(graph_path):
+        module = translate_graph(graph, signature)
+        check_module_sizes(module, graph.path)
+        verify_module(module)
     return Frontend(graph, config, signature, module)
+
+
+@contextmanager
+def errors_name_file(path: str | Path) -> Iterator[None]:
+    """Prefix ``path`` to errors that name only a node ("node 'x' (Relu): ...")."""
+    try:
+        yield
+    except AotcError as err:
+        if str(err).startswith("node '"):
+            raise type(err)(f"{path}: {err}") from None
+        raise
 
 
 def compile_graph(
     graph_path: str | Path,
     config_path: str | Path | None = None,
     target: TargetOverrides = TargetOverrides(),
+    options: SourceOptions | None = None,
+    passes: PipelineOptions | None = None,
 ) -> CompiledModel:
-    """Compile a GraphDef to an in-memory object file and header."""
-    front = load_frontend(graph_path, config_path)
+    """Compile a GraphDef (or SavedModel, or HLO text) to an in-memory object and header.
+
+    ``passes`` sets how the optimization pipeline runs (dumps, disabled passes).
+    """
+    front = load_frontend(graph_path, config_path, options)
+    optimize(front.module, passes)
     sig = front.signature
     args = [
         TensorInfo(f.name, p.array_shape)
@@ -63,7 +105,15 @@ def compile_graph(
         TensorInfo(f.name, r.array_shape)
         for f, r in zip(sig.fetches, front.module.entry.root.operands, strict=True)
     ]
-    return compile_module(front.module, sig.name, args, results, _target_spec(front.config, target))
+    with progress.stage("codegen"):
+        spec = _target_spec(front.config, target)
+        return compile_module(front.module, sig.name, args, results, spec)
+
+
+def optimize(module: Module, options: PipelineOptions | None = None) -> PipelineReport:
+    """Run the default pass pipeline on ``module`` in place (between translation and codegen)."""
+    with progress.stage("optimize"):
+        return default_pipeline(options).run_with_report(module)
 
 
 def _target_spec(config: Config, overrides: TargetOverrides) -> TargetSpec:
@@ -81,29 +131,46 @@ def output_paths(graph_path: str | Path, out: str | Path | None) -> tuple[Path, 
 def write_artifacts(model: CompiledModel, object_path: Path, header_path: Path) -> None:
     """Write both files atomically: each goes to a temporary name and is renamed when done."""
     staged: list[tuple[Path, Path]] = []
+    # BaseException: Ctrl-C while writing must not leave temporary files behind either.
     try:
-        for final, data in (
-            (object_path, model.object_bytes),
-            (header_path, model.header.encode()),
-        ):
-            staged.append((_stage(final, data), final))
-    except OutputError:
+        with progress.stage("emit"):
+            for final, data in (
+                (object_path, model.object_bytes),
+                (header_path, model.header.encode()),
+            ):
+                staged.append((_stage(final, data), final))
+            for tmp, final in staged:
+                _rename(tmp, final)
+    except BaseException:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
         raise
-    for tmp, final in staged:
+
+
+def _rename(tmp: Path, final: Path) -> None:
+    try:
         os.replace(tmp, final)
+    except OSError as err:
+        raise OutputError(f"{final}: cannot write output: {err.strerror or err}") from None
 
 
 def _stage(path: Path, data: bytes) -> Path:
+    if path.is_dir():  # checked up front: os.replace would fail after the other file moved
+        raise OutputError(f"{path}: is a directory; choose another output prefix with -o")
+    tmp = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o644)
-    except OSError as err:
-        raise OutputError(
-            f"{path}: cannot write output: {err.strerror or err}; choose a writable folder with -o"
-        ) from None
+    except BaseException as err:
+        if tmp:  # a full disk or Ctrl-C mid-write: drop the partial file
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise OutputError(
+                f"{path}: cannot write output: {err.strerror or err}; "
+                "choose a writable folder with -o"
+            ) from None
+        raise
     return Path(tmp)

@@ -44,3 +44,7 @@ class CodegenError(AotcError):
 
 class OutputError(AotcError):
     """An output file cannot be written."""
+
+
+class ArgumentError(AotcError):
+    """Arrays passed to a compiled model (``aotc run``, the JIT) that do not fit its signature."""

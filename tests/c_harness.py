@@ -99,10 +99,17 @@ def exported_and_undefined_symbols(object_bytes: bytes) -> tuple[set[str], set[s
     return defined, undefined
 
 
+SANITIZE_CFLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
+
+
 def run_compiled(
-    model: CompiledModel, inputs: Sequence[np.ndarray]
+    model: CompiledModel, inputs: Sequence[np.ndarray], extra_cflags: Sequence[str] = ()
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Results of the typed call and of the ``run_buffers`` call, as numpy arrays."""
+    """Results of the typed call and of the ``run_buffers`` call, as numpy arrays.
+
+    ``extra_cflags`` go to the one ``cc`` call, e.g. ``SANITIZE_CFLAGS`` to run the model under
+    AddressSanitizer and UBSan (any report makes the program exit non-zero: an AssertionError).
+    """
     assert len(inputs) == len(model.args), f"{model.name} takes {len(model.args)} arguments"
     arrays = [_as_argument(x, info.shape) for x, info in zip(inputs, model.args, strict=True)]
     _, undefined = exported_and_undefined_symbols(model.object_bytes)
@@ -114,12 +121,12 @@ def run_compiled(
         (work / "main.c").write_text(_program(model))
         for i, array in enumerate(arrays):
             (work / f"arg{i}.bin").write_bytes(array.tobytes())
-        _compile_and_run(work, model.name, libs)
+        _compile_and_run(work, model.name, [*libs, *extra_cflags])
         return _read_results(work, model, "typed"), _read_results(work, model, "buffers")
 
 
 def _as_argument(x: np.ndarray, shape: Shape) -> np.ndarray:
-    array = np.ascontiguousarray(np.asarray(x, dtype=shape.dtype.numpy))
+    array = np.asarray(x, dtype=shape.dtype.numpy, order="C")  # ascontiguousarray makes 0-d 1-d
     assert array.shape == shape.dims, f"input shape {array.shape} != {shape}"
     return array
 

@@ -680,18 +680,13 @@ ENTRY main {
 
 def test_unsupported_opcodes_are_named() -> None:
     text = """HloModule m
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
 ENTRY main {
-  x = f32[4] parameter(0)
-  z = f32[] constant(0)
-  w = f32[2] reduce-window(x, z), window={size=2 stride=2}, to_apply=add
-  ROOT t = (f32[2]) tuple(w)
+  x = f32[4,5,2] parameter(0)
+  k = f32[1,2,4] parameter(1)
+  w = f32[2,5,4] convolution(x, k), window={size=1}, dim_labels=b0f_0io->b0f, batch_group_count=2
+  ROOT t = (f32[2,5,4]) tuple(w)
 }"""
-    with pytest.raises(CodegenError, match="reduce-window %w .*not supported by codegen yet"):
+    with pytest.raises(CodegenError, match="convolution %w .*not supported by codegen yet"):
         compile_hlo(text)
 
 

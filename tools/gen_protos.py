@@ -33,7 +33,10 @@ def generate(out_dir: Path) -> list[Path]:
     from grpc_tools import protoc  # type: ignore[import-untyped]
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    args = ["protoc", f"-I{PROTO_DIR}", f"--python_out={out_dir}", f"--pyi_out={out_dir}"]
+    # grpc_tools ships the well-known types (google/protobuf/any.proto, ...) the schema imports.
+    well_known = Path(protoc.__file__).parent / "_proto"
+    args = ["protoc", f"-I{PROTO_DIR}", f"-I{well_known}", f"--python_out={out_dir}"]
+    args.append(f"--pyi_out={out_dir}")
     status = protoc.main(args + [str(p) for p in proto_sources()])
     if status != 0:
         raise SystemExit(f"protoc failed with status {status}")

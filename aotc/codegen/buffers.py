@@ -1,25 +1,43 @@
 """Buffer assignment for the entry computation: where every instruction's value lives.
 
 Arguments and results are the caller's buffers; constants are read-only globals; everything
-else a kernel computes lives in the caller's temp buffer at a 64-byte aligned offset (assigned
-in order, no reuse yet). The producer of each result writes straight into the result buffer;
-results that are parameters, constants, or values already written to another result are
-copied at the end. ``reshape`` and ``bitcast`` alias their operand's buffer (row-major bytes
-are the same), and ``tuple`` / ``get-tuple-element`` only name buffers.
+else a kernel computes lives in the caller's temp buffer. The steps:
+
+1. Schedule (``aotc/passes/schedule.py``): the kernel order with the lower peak memory.
+2. Results: the producer of each result writes straight into the result buffer; results that
+   are parameters, constants, or values already written to another result are copied at the
+   end. ``reshape`` and ``bitcast`` alias their operand's buffer (row-major bytes are the
+   same), and ``tuple`` / ``get-tuple-element`` only name buffers.
+3. Allocations and liveness: each other kernel output gets an allocation, live from its
+   kernel to the last kernel reading it (through any alias). An elementwise kernel or a
+   fusion whose operand dies at it, has the same byte size and is read only at the output's
+   own index, writes *in place* into that operand's allocation.
+4. Packing: allocations get 64-byte aligned offsets by best fit (largest first; each takes
+   the smallest gap between allocations live at the same time that fits it), so allocations
+   with disjoint lifetimes share bytes. The packing is compared with ``peak_live_bytes``,
+   the largest total of (aligned) allocations live at one time, which no packing can beat.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from aotc.codegen.kernels import NO_KERNEL
 from aotc.codegen.kernels.base import output_shapes
 from aotc.errors import CodegenError
-from aotc.hlo.ir import Computation, Instruction, Opcode, TupleIndex, parameter_number
+from aotc.hlo.ir import (
+    ELEMENTWISE,
+    Computation,
+    Instruction,
+    Opcode,
+    TupleIndex,
+    parameter_number,
+)
 from aotc.hlo.shape import Shape
+from aotc.passes.fusion_plan import in_place_parameters
+from aotc.passes.schedule import ALIGN, NO_BUFFER, aligned, choose_schedule
 
-ALIGN = 64
 _ALIASING = frozenset({Opcode.RESHAPE, Opcode.BITCAST})
 
 
@@ -50,6 +68,24 @@ class ResultCopy:
     shape: Shape
 
 
+@dataclass(eq=False)
+class Allocation:
+    """Bytes of the temp buffer holding one or more values with chained lifetimes."""
+
+    size: int  # aligned
+    start: int  # the kernel (schedule step) that first writes it
+    end: int  # the last kernel that reads it
+    offset: int = 0
+    raw: int = -1  # unaligned bytes (default: size); the last allocation needs no padding
+
+    def __post_init__(self) -> None:
+        if self.raw < 0:
+            self.raw = self.size
+
+    def overlaps(self, other: Allocation) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
 @dataclass
 class BufferAssignment:
     """Where each value of the entry computation lives, and what code must run, in order."""
@@ -59,6 +95,9 @@ class BufferAssignment:
     constants: list[Instruction] = field(default_factory=list)
     copies: list[ResultCopy] = field(default_factory=list)
     temp_bytes: int = 0
+    peak_live_bytes: int = 0  # lower bound on temp_bytes for this schedule
+    allocations: list[Allocation] = field(default_factory=list)
+    in_place: set[int] = field(default_factory=set)  # ids of kernels writing over an operand
 
     def location(self, inst: Instruction) -> Location:
         return self.locations[id(inst)]
@@ -72,14 +111,22 @@ class BufferAssignment:
 Source = tuple[int, int]  # (id of the writing instruction, output number)
 
 
-def assign_buffers(comp: Computation) -> BufferAssignment:
+def assign_buffers(
+    comp: Computation, order: Sequence[Instruction] | None = None
+) -> BufferAssignment:
+    """Assign buffers for running ``comp``'s kernels in ``order`` (default: the schedule)."""
     root = comp.root
     if root.opcode is not Opcode.TUPLE:
         raise CodegenError(f"the entry root %{root.name} must be a tuple of the results")
+    order = list(order) if order is not None else choose_schedule(comp)
     designated = _designate_results(root)
-    result = BufferAssignment()
-    for inst in comp.post_order():
-        result.locations[id(inst)] = _locate(inst, result, designated)
+    result = BufferAssignment(kernels=[i for i in order if i.opcode not in NO_BUFFER])
+    allocs = _allocate(result, designated, _last_uses(result.kernels, root))
+    result.allocations = list(dict.fromkeys(allocs.values()))
+    result.temp_bytes = pack(result.allocations)
+    result.peak_live_bytes = peak_live_bytes(result.allocations)
+    for inst in order:
+        result.locations[id(inst)] = _locate(inst, result, designated, allocs)
     for j, value in enumerate(root.operands):
         if designated.get(_source(value) or (0, -1)) != j:
             result.copies.append(ResultCopy(j, result.buffer(value), value.array_shape))
@@ -107,15 +154,168 @@ def _source(inst: Instruction) -> Source | None:
         tuple_value = inst.operands[0]
         if tuple_value.opcode is Opcode.TUPLE:
             return _source(tuple_value.operands[inst.attrs.index])
-        if tuple_value.opcode in NO_KERNEL:
+        if tuple_value.opcode in NO_BUFFER:
             return None
         return (id(tuple_value), inst.attrs.index)
-    if inst.opcode in NO_KERNEL:
+    if inst.opcode in NO_BUFFER:
         return None
     return (id(inst), 0)
 
 
-def _locate(inst: Instruction, result: BufferAssignment, designated: dict[Source, int]) -> Location:
+def _read_sources(inst: Instruction) -> Iterable[Source]:
+    """The kernel outputs ``inst`` reads (all elements of tuple-valued operands)."""
+    for op in inst.operands:
+        if op.opcode is Opcode.TUPLE:
+            yield from _read_sources(op)
+        elif (s := _source(op)) is not None:
+            yield s
+        elif op.is_tuple and op.opcode not in NO_BUFFER:
+            yield from ((id(op), k) for k in range(len(output_shapes(op))))
+
+
+# ---- liveness and allocations ----------------------------------------------------------------
+
+
+def _last_uses(kernels: Sequence[Instruction], root: Instruction) -> dict[Source, int]:
+    """The schedule step of the last kernel reading each output; results live to the end."""
+    last: dict[Source, int] = {}
+    for t, inst in enumerate(kernels):
+        for k in range(len(output_shapes(inst))):
+            last[(id(inst), k)] = t
+        for s in _read_sources(inst):
+            last[s] = t
+    for s in _read_sources(root):
+        last[s] = len(kernels)  # copied to a result after the last kernel
+    return last
+
+
+def _allocate(
+    result: BufferAssignment, designated: dict[Source, int], last: dict[Source, int]
+) -> dict[Source, Allocation]:
+    """An allocation for every kernel output not written to a result, sharing in place."""
+    allocs: dict[Source, Allocation] = {}
+    for t, inst in enumerate(result.kernels):
+        reusable = _in_place_candidates(inst, t, allocs, last)
+        for k, shape in enumerate(output_shapes(inst)):
+            source = (id(inst), k)
+            if source in designated:
+                continue
+            alloc = reusable.pop(0) if reusable and not inst.is_tuple else None
+            if alloc is None:
+                alloc = Allocation(aligned(shape.byte_size), t, t, raw=shape.byte_size)
+            else:
+                result.in_place.add(id(inst))
+            alloc.end = max(alloc.end, last[source])
+            allocs[source] = alloc
+    return allocs
+
+
+def _in_place_candidates(
+    inst: Instruction, t: int, allocs: dict[Source, Allocation], last: dict[Source, int]
+) -> list[Allocation]:
+    """Allocations of operands that ``inst`` may overwrite: they die here, same size."""
+    found: list[Allocation] = []
+    for number in _overwritable_operands(inst):
+        source = _source(inst.operands[number])
+        alloc = allocs.get(source) if source is not None else None
+        if alloc is None or alloc.end != t or alloc in found:
+            continue
+        if alloc.size == aligned(inst.array_shape.byte_size):
+            found.append(alloc)
+    return found
+
+
+def _overwritable_operands(inst: Instruction) -> list[int]:
+    """Operands read only at the output element's own index, with the output's dims."""
+    if inst.is_tuple:
+        return []
+    if inst.opcode in ELEMENTWISE:
+        numbers = list(range(len(inst.operands)))
+    elif inst.opcode is Opcode.FUSION:
+        numbers = sorted(in_place_parameters(inst.called[0]))
+    else:
+        return []
+    dims = inst.array_shape.dims
+    same = [
+        n
+        for n in numbers
+        if inst.operands[n].array_shape.byte_size == inst.array_shape.byte_size
+        and inst.operands[n].array_shape.dims == dims
+    ]
+    return same
+
+
+# ---- packing ---------------------------------------------------------------------------------
+
+
+def pack(allocations: Sequence[Allocation]) -> int:
+    """Give every allocation an aligned offset (best fit); returns the bytes used.
+
+    Two orders are tried -- largest first, and by start time -- and the smaller kept.
+    """
+    orders = [
+        sorted(allocations, key=lambda a: (-a.size, a.start)),
+        sorted(allocations, key=lambda a: (a.start, -a.size)),
+    ]
+    best: tuple[int, list[int]] | None = None
+    for order in orders:
+        total = _best_fit(order)
+        if best is None or total < best[0]:
+            best = (total, [a.offset for a in allocations])
+    if best is None:
+        return 0
+    for alloc, offset in zip(allocations, best[1], strict=True):
+        alloc.offset = offset
+    return best[0]
+
+
+def _best_fit(order: Sequence[Allocation]) -> int:
+    placed: list[Allocation] = []
+    total = 0
+    for alloc in order:
+        alloc.offset = _best_gap(alloc, [p for p in placed if p.overlaps(alloc)])
+        placed.append(alloc)
+        total = max(total, alloc.offset + alloc.raw)
+    return total
+
+
+def _best_gap(alloc: Allocation, live: list[Allocation]) -> int:
+    """The offset of the smallest gap among ``live`` allocations that holds ``alloc``."""
+    best: tuple[int, int] | None = None  # (gap size, offset)
+    cursor = 0
+    for other in sorted(live, key=lambda a: a.offset):
+        gap = other.offset - cursor
+        if gap >= alloc.size and (best is None or gap < best[0]):
+            best = (gap, cursor)
+        cursor = max(cursor, other.offset + other.size)
+    return best[1] if best is not None else cursor
+
+
+def peak_live_bytes(allocations: Sequence[Allocation]) -> int:
+    """The most bytes live at one schedule step: a lower bound for any aligned packing.
+
+    Allocations live together occupy disjoint aligned ranges; only the topmost one may skip
+    its padding, so the one with the most padding is counted without it.
+    """
+    steps = sorted({a.start for a in allocations})
+    return max(
+        (_live_bytes([a for a in allocations if a.start <= t <= a.end]) for t in steps), default=0
+    )
+
+
+def _live_bytes(live: Sequence[Allocation]) -> int:
+    return sum(a.size for a in live) - max((a.size - a.raw for a in live), default=0)
+
+
+# ---- locations -------------------------------------------------------------------------------
+
+
+def _locate(
+    inst: Instruction,
+    result: BufferAssignment,
+    designated: dict[Source, int],
+    allocs: dict[Source, Allocation],
+) -> Location:
     opcode = inst.opcode
     if opcode is Opcode.PARAMETER:
         return Buffer(BufferKind.ARG, parameter_number(inst), size=inst.array_shape.byte_size)
@@ -133,17 +333,19 @@ def _locate(inst: Instruction, result: BufferAssignment, designated: dict[Source
         return location[inst.attrs.index]
     if opcode in _ALIASING:
         return result.location(inst.operands[0])
-    result.kernels.append(inst)
     buffers = [
-        _output_buffer(shape, designated.get((id(inst), k)), result)
+        _output_buffer((id(inst), k), shape, designated, allocs)
         for k, shape in enumerate(output_shapes(inst))
     ]
     return tuple(buffers) if inst.is_tuple else buffers[0]
 
 
-def _output_buffer(shape: Shape, result_index: int | None, result: BufferAssignment) -> Buffer:
-    if result_index is not None:
-        return Buffer(BufferKind.RESULT, result_index, size=shape.byte_size)
-    offset = -(-result.temp_bytes // ALIGN) * ALIGN
-    result.temp_bytes = offset + shape.byte_size
-    return Buffer(BufferKind.TEMP, offset=offset, size=shape.byte_size)
+def _output_buffer(
+    source: Source, shape: Shape, designated: dict[Source, int], allocs: dict[Source, Allocation]
+) -> Buffer:
+    if source in designated:
+        return Buffer(BufferKind.RESULT, designated[source], size=shape.byte_size)
+    return Buffer(BufferKind.TEMP, offset=allocs[source].offset, size=shape.byte_size)
+
+
+__all__ = ["ALIGN", "Allocation", "Buffer", "BufferAssignment", "BufferKind", "assign_buffers"]

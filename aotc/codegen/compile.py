@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aotc.codegen.emitter import emit_module
+from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import render_header
 from aotc.codegen.interface import TensorInfo
 from aotc.codegen.target import TargetSpec, create_target_machine, emit_object, optimize
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Module, Opcode
+from aotc.report import CompileReport, build_report
 
 HOST = TargetSpec()
-_UNSUPPORTED = frozenset({Opcode.CONVOLUTION, Opcode.REDUCE_WINDOW, Opcode.FUSION})
+_UNSUPPORTED: frozenset[Opcode] = frozenset()  # every opcode has a kernel now
 
 
 @dataclass
@@ -32,6 +33,7 @@ class CompiledModel:
     args: list[TensorInfo]
     results: list[TensorInfo]
     target: TargetSpec
+    report: CompileReport | None = None  # kernels, memory (aotc/report.py)
 
 
 def compile_module(
@@ -49,7 +51,8 @@ def compile_module(
     _check_signature(module, args, results)
     _check_supported(module)
     tm, resolved = create_target_machine(target)
-    llvm_module, temp_bytes = emit_module(module, name)
+    llvm_module, assignment = emit_module_assigned(module, name)
+    temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
     llvm_module.data_layout = str(tm.target_data)
     optimized = optimize(str(llvm_module), tm)
@@ -62,6 +65,7 @@ def compile_module(
         args=list(args),
         results=list(results),
         target=resolved,
+        report=build_report(module, assignment),
     )
 
 

@@ -52,13 +52,19 @@ class _Entry:
 
 def emit_module(module: Module, name: str) -> tuple[ir.Module, int]:
     """The LLVM module for ``module`` and the temp buffer size it needs, in bytes."""
+    llvm_module, assignment = emit_module_assigned(module, name)
+    return llvm_module, assignment.temp_bytes
+
+
+def emit_module_assigned(module: Module, name: str) -> tuple[ir.Module, BufferAssignment]:
+    """The LLVM module for ``module`` and the buffer assignment it was emitted with."""
     assignment = assign_buffers(module.entry)
     llvm_module = ir.Module(name=name)
     run_buffers = _emit_run_buffers(llvm_module, name, assignment)
     params = module.entry.parameters
     results = module.entry.root.operands
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), len(results))
-    return llvm_module, assignment.temp_bytes
+    return llvm_module, assignment
 
 
 def _emit_run_buffers(
@@ -131,13 +137,15 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
 
     out_ptrs = [_pointer(entry, buf) for buf in outputs]  # type: ignore[arg-type]
     in_ptrs = [_pointer(entry, buf) for buf in operand_buffers]
+    buffers = [*outputs, *operand_buffers]
     _call_function(
         entry,
         f"kernel.{inst.name}",
         out_ptrs,
         in_ptrs,
         body,
-        aligned=[_is_aligned(buf) for buf in [*outputs, *operand_buffers]],
+        aligned=[_is_aligned(buf) for buf in buffers],
+        shared=_written_in_place(buffers, len(outputs)),  # type: ignore[arg-type]
     )
 
 
@@ -146,6 +154,16 @@ def _operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:
     if operand.opcode is Opcode.CONSTANT and operand.array_shape.size == 1:
         return make_generator(operand, [])
     return buffer_reader(ptr, operand.array_shape)
+
+
+def _written_in_place(buffers: Sequence[Buffer], num_outputs: int) -> list[bool]:
+    """Which pointers name an output's bytes that another pointer also names (in place).
+
+    Those must not be ``noalias``: the kernel reads and writes the same bytes through them.
+    """
+    keys = [(b.kind, b.index, b.offset) for b in buffers]
+    written = set(keys[:num_outputs])
+    return [keys.count(key) > 1 and key in written for key in keys]
 
 
 def _is_aligned(buffer: object) -> bool:
@@ -159,8 +177,12 @@ def _call_function(
     inputs: Sequence[ir.Value],
     body: KernelBody,
     aligned: Sequence[bool] = (),
+    shared: Sequence[bool] = (),
 ) -> None:
-    """Emit ``void name(ptr noalias out..., ptr noalias in...)`` and call it."""
+    """Emit ``void name(ptr noalias out..., ptr noalias in...)`` and call it.
+
+    Pointers flagged in ``shared`` (an output computed in place) get no ``noalias``.
+    """
     fn = ir.Function(
         entry.module, ir.FunctionType(VOID, [PTR] * (len(outputs) + len(inputs))), name
     )
@@ -168,7 +190,8 @@ def _call_function(
     fn.attributes.add("nounwind")
     fn.attributes.add("noinline")  # keeps -O3 time linear in the number of kernels
     for k, arg in enumerate(fn.args):
-        arg.add_attribute("noalias")
+        if not (k < len(shared) and shared[k]):
+            arg.add_attribute("noalias")
         arg.add_attribute("captures(none)")
         if k < len(aligned) and aligned[k]:
             arg.attributes.align = ALIGN

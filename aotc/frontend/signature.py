@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from aotc.config import Config, Feed, Fetch, c_identifier
-from aotc.errors import ConfigError, UnsupportedError
+from aotc.errors import ConfigError, GraphError, UnsupportedError
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.node import Node, TensorRef
 from aotc.frontend.tensor import SUPPORTED_DTYPES
@@ -198,11 +198,14 @@ def _feed_shape(node: Node, feed: Feed, label: str) -> tuple[int, ...]:
 
 def _graph_shape(node: Node, ref: TensorRef) -> tuple[int, ...] | None:
     if node.op in PLACEHOLDER_OPS:
-        return node.attr("shape", None)
-    shapes = node.attr("_output_shapes", None)
-    if shapes and ref.index < len(shapes):
-        return shapes[ref.index]
-    return None
+        shape = node.attr("shape", None)
+    else:
+        shapes = node.attr("_output_shapes", None)
+        shape = shapes[ref.index] if isinstance(shapes, list) and ref.index < len(shapes) else None
+    # A malformed graph can hold any attribute kind here (e.g. an int): not a shape.
+    if shape is not None and not isinstance(shape, tuple):
+        raise GraphError(f"{node.label}: attribute 'shape' is not a tensor shape")
+    return shape
 
 
 def _compatible(graph_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:

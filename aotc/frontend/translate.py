@@ -6,7 +6,8 @@ signature order; the entry root is a tuple of the fetches in signature order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -34,11 +35,12 @@ class TranslationContext:
         if value.opcode is Opcode.CONSTANT:
             assert value.literal is not None
             return value.literal
-        if _depends_on_parameter(value):
+        feed = _feed_it_depends_on(value)
+        if feed is not None:
             node = self.node.name if self.node else "?"
             raise ShapeError(
-                f"the {what} must be a compile-time constant, but it depends on a "
-                f"feed; aotc needs static shapes (node '{node}')"
+                f"the {what} must be a compile-time constant, but it depends on the "
+                f"feed '{feed.name}'; aotc needs static shapes (node '{node}')"
             )
         result = evaluate_computation(Computation("constant_subgraph", [], value), [])
         assert isinstance(result, np.ndarray)
@@ -80,17 +82,18 @@ class TranslationContext:
         return [self.broadcast_to(x, dims) for x in xs]
 
 
-def _depends_on_parameter(value: Instruction) -> bool:
+def _feed_it_depends_on(value: Instruction) -> Instruction | None:
+    """A parameter (feed) that ``value`` is computed from, or None for a constant."""
     stack, seen = [value], set()
     while stack:
         inst = stack.pop()
         if inst.opcode is Opcode.PARAMETER:
-            return True
+            return inst
         for op in inst.operands:
             if id(op) not in seen:
                 seen.add(id(op))
                 stack.append(op)
-    return False
+    return None
 
 
 def translate_graph(graph: Graph, signature: Signature) -> Module:
@@ -134,6 +137,7 @@ def _translate_node(
     assert translator is not None  # check_supported ran first
     inputs = [_value_of(values, graph, ref, f"input of '{node.name}'") for ref in node.inputs]
     ctx.node = node
+    _check_arity(translator, node, len(inputs))
     try:
         outputs = translator(ctx, node, *inputs)
     except AotcError as err:
@@ -143,6 +147,17 @@ def _translate_node(
         outputs = [outputs]
     for index, out in enumerate(outputs):
         values.setdefault(TensorRef(node.name, index), out)  # a fed output keeps its parameter
+
+
+def _check_arity(translator: Callable[..., object], node: Node, count: int) -> None:
+    # A malformed graph can give a node any number of inputs; a translator call with the
+    # wrong count would be a TypeError (a crash) instead of an error naming the node.
+    try:
+        inspect.signature(translator).bind(None, node, *range(count))
+    except TypeError:
+        raise GraphError(
+            f"{node.label}: {count} data input(s) is not a valid input count for {node.op}"
+        ) from None
 
 
 def _value_of(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -12,8 +12,10 @@ from aotc.hlo.ir import (
     CompareAttrs,
     ComparisonDirection,
     Computation,
+    ConvAttrs,
     Dimensions,
     DotDims,
+    GatherAttrs,
     Instruction,
     IotaAttrs,
     Module,
@@ -21,8 +23,10 @@ from aotc.hlo.ir import (
     PadAttrs,
     PadDim,
     ParameterAttrs,
+    ReduceWindowAttrs,
     SliceAttrs,
     TupleIndex,
+    Window,
 )
 from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
 from aotc.hlo.shape_inference import infer_dot_shape  # re-exported: part of this module's API
@@ -157,6 +161,10 @@ class ComputationBuilder:
         out = si.infer_reverse_shape(x.array_shape, dimensions)
         return self._new(Opcode.REVERSE, out, [x], Dimensions(tuple(dimensions)))
 
+    def gather(self, operand: Instruction, indices: Instruction, attrs: GatherAttrs) -> Instruction:
+        out = si.infer_gather_shape(operand.array_shape, indices.array_shape, attrs)
+        return self._new(Opcode.GATHER, out, [operand, indices], attrs)
+
     # ---- contractions and reductions ---------------------------------------------------------
 
     def dot(self, a: Instruction, b: Instruction, dims: DotDims) -> Instruction:
@@ -180,6 +188,26 @@ class ComputationBuilder:
         inst.called = [to_apply]
         return inst
 
+    def convolution(self, lhs: Instruction, rhs: Instruction, attrs: ConvAttrs) -> Instruction:
+        shape = si.infer_convolution_shape(lhs.array_shape, rhs.array_shape, attrs)
+        return self._new(Opcode.CONVOLUTION, shape, [lhs, rhs], attrs)
+
+    def reduce_window(
+        self,
+        operands: Sequence[Instruction],
+        inits: Sequence[Instruction],
+        window: Window,
+        to_apply: Computation,
+    ) -> Instruction:
+        shape = si.infer_reduce_window_shape(
+            [_array(x) for x in operands], [_array(i) for i in inits], window
+        )
+        inst = self._new(
+            Opcode.REDUCE_WINDOW, shape, [*operands, *inits], ReduceWindowAttrs(window)
+        )
+        inst.called = [to_apply]
+        return inst
+
     # ---- tuples ------------------------------------------------------------------------------
 
     def tuple(self, xs: Sequence[Instruction]) -> Instruction:
@@ -198,6 +226,7 @@ class ModuleBuilder:
         self.names = NameUniquer()
         self._computations: list[Computation] = []
         self._reducers: dict[tuple[Opcode, PrimitiveType], Computation] = {}
+        self._cached: dict[Hashable, Computation] = {}
 
     def computation(self, name: str) -> ComputationBuilder:
         return ComputationBuilder(self.names.get(name), self.names)
@@ -213,6 +242,18 @@ class ModuleBuilder:
             self._reducers[key] = comp
             self._computations.append(comp)
         return self._reducers[key]
+
+    def cached_computation(
+        self, key: Hashable, name: str, make: Callable[[ComputationBuilder], Instruction]
+    ) -> Computation:
+        """A helper computation (e.g. a variadic reducer) built once per ``key``: ``make``
+        adds its instructions to a fresh builder and returns the root."""
+        if key not in self._cached:
+            b = self.computation(name)
+            comp = b.build(make(b))
+            self._cached[key] = comp
+            self._computations.append(comp)
+        return self._cached[key]
 
     def build(self, entry: Computation) -> Module:
         return Module(self.name, entry, self._computations)

@@ -27,6 +27,7 @@ from aotc.hlo.ir import (
     ConvAttrs,
     Dimensions,
     DotDims,
+    GatherAttrs,
     Instruction,
     IotaAttrs,
     Module,
@@ -402,6 +403,47 @@ def pad(x: np.ndarray, value: np.ndarray | float, dims: Sequence[PadDim]) -> np.
     out[tuple(slice(lo, lo + n, p.interior + 1) for lo, n, p in spread)] = x
     crop = zip(full, dims, strict=True)
     return out[tuple(slice(max(-p.low, 0), f - max(-p.high, 0)) for f, p in crop)]
+
+
+@handles(Opcode.GATHER)
+def _gather_handler(inst: Instruction, ops: list[Value]) -> Value:
+    return gather(ops[0], ops[1], _attrs(inst, GatherAttrs))
+
+
+def gather(operand: np.ndarray, indices: np.ndarray, g: GatherAttrs) -> np.ndarray:
+    """XLA's gather; start indices are clamped so that every slice lies inside the operand."""
+    starts = _gather_starts(operand, indices, g)
+    rank, batch_rank = operand.ndim, starts.ndim - 1
+    offsets = np.moveaxis(np.indices(g.slice_sizes, dtype=np.int64), 0, -1)  # slice + [rank]
+    full = starts.reshape((*starts.shape[:-1], *[1] * rank, rank)) + offsets
+    values = operand[tuple(np.moveaxis(full, -1, 0))]  # batch dims + slice dims
+    dropped = {*g.collapsed_slice_dims, *g.operand_batching_dims}
+    kept = [n for d, n in enumerate(g.slice_sizes) if d not in dropped]
+    values = values.reshape((*starts.shape[:-1], *kept))  # dropped dims have size 1
+    batch_axes = iter(range(batch_rank))
+    source = [
+        batch_rank + g.offset_dims.index(d) if d in g.offset_dims else next(batch_axes)
+        for d in range(values.ndim)
+    ]
+    return np.transpose(values, source)
+
+
+def _gather_starts(operand: np.ndarray, indices: np.ndarray, g: GatherAttrs) -> np.ndarray:
+    """Per batch position, the clamped start of its slice in every operand dim."""
+    ivd = g.index_vector_dim
+    if ivd == indices.ndim:
+        indices = indices[..., np.newaxis]
+    vectors = np.moveaxis(indices, ivd, -1).astype(np.int64)
+    batch = vectors.shape[:-1]
+    starts = np.zeros((*batch, operand.ndim), dtype=np.int64)
+    for k, d in enumerate(g.start_index_map):
+        starts[..., d] = vectors[..., k]
+    for o, i in zip(g.operand_batching_dims, g.start_indices_batching_dims, strict=True):
+        axis = i if i < ivd else i - 1
+        ramp = np.arange(batch[axis]).reshape([-1 if a == axis else 1 for a in range(len(batch))])
+        starts[..., o] = ramp
+    limits = np.array(operand.shape, dtype=np.int64) - np.array(g.slice_sizes, dtype=np.int64)
+    return np.clip(starts, 0, limits)
 
 
 @handles(Opcode.RESHAPE)

@@ -67,6 +67,7 @@ class Opcode(Enum):
     BITCAST = "bitcast"
     BROADCAST = "broadcast"
     CONCATENATE = "concatenate"
+    GATHER = "gather"
     PAD = "pad"
     RESHAPE = "reshape"
     REVERSE = "reverse"
@@ -208,6 +209,27 @@ class ReduceWindowAttrs:
 
 
 @dataclass(frozen=True)
+class GatherAttrs:
+    """XLA's ``GatherDimensionNumbers`` plus ``slice_sizes``.
+
+    Each index vector of ``indices`` (along ``index_vector_dim``; equal to the indices' rank
+    means an implicit trailing dimension of size 1) gives the start, in the operand dims
+    ``start_index_map``, of a slice of ``slice_sizes``. The output holds the indices' other
+    dims (batch dims) and, at ``offset_dims``, the slice dims not in ``collapsed_slice_dims``
+    or ``operand_batching_dims``. Operand batching dim ``operand_batching_dims[i]`` is indexed
+    by the output's batch dim that comes from indices dim ``start_indices_batching_dims[i]``.
+    """
+
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    index_vector_dim: int
+    slice_sizes: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    start_indices_batching_dims: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class FusionAttrs:
     kind: str  # kLoop, kInput, kOutput
 
@@ -223,6 +245,7 @@ Attrs = (
     | DotDims
     | ConvAttrs
     | ReduceWindowAttrs
+    | GatherAttrs
     | FusionAttrs
     | None
 )

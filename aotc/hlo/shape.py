@@ -53,7 +53,10 @@ class PrimitiveType(Enum):
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype | type) -> PrimitiveType:
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise UnsupportedError(f"{dtype!r} is not a dtype") from None
         for ptype, np_dtype in _TO_NUMPY.items():
             if np_dtype == dt:
                 return ptype

@@ -19,6 +19,7 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     FusionAttrs,
+    GatherAttrs,
     Instruction,
     IotaAttrs,
     Opcode,
@@ -204,6 +205,67 @@ def infer_pad_shape(x: Shape, value: Shape, dims: Sequence[PadDim]) -> Shape:
     out = tuple(p.low + p.high + n + max(n - 1, 0) * p.interior for p, n in pairs)
     check(all(d >= 0 for d in out), f"pad of {x} gives negative dimensions {out}")
     return x.with_dims(out)
+
+
+def infer_gather_shape(operand: Shape, indices: Shape, g: GatherAttrs) -> Shape:
+    """XLA's gather: the indices' batch dims, with the slice dims inserted at ``offset_dims``."""
+    check(indices.dtype.is_integral, f"gather indices must be integers, got {indices}")
+    batch = _gather_batch_dims(indices, g)
+    _check_gather_operand_dims(operand, g)
+    for o, i in zip(g.operand_batching_dims, g.start_indices_batching_dims, strict=True):
+        check(operand.dims[o] == indices.dims[i], f"gather batching dims {o} and {i} differ")
+    offset_sizes = [
+        n
+        for d, n in enumerate(g.slice_sizes)
+        if d not in g.collapsed_slice_dims and d not in g.operand_batching_dims
+    ]
+    rank = len(batch) + len(offset_sizes)
+    check(
+        list(g.offset_dims) == sorted(set(g.offset_dims))
+        and len(g.offset_dims) == len(offset_sizes),
+        f"gather offset_dims {list(g.offset_dims)} must be sorted, one per slice dim kept",
+    )
+    _check_dims_in_range(g.offset_dims, rank, "gather offset_dims")
+    sizes, batch_iter = iter(offset_sizes), iter(batch)
+    dims = tuple(next(sizes) if d in g.offset_dims else next(batch_iter) for d in range(rank))
+    return operand.with_dims(dims)
+
+
+def _gather_batch_dims(indices: Shape, g: GatherAttrs) -> list[int]:
+    """The indices' dims without the index vector dim; checks the index vector's length."""
+    ivd = g.index_vector_dim
+    check(0 <= ivd <= indices.rank, f"gather index_vector_dim {ivd} out of range of {indices}")
+    vector = indices.dims[ivd] if ivd < indices.rank else 1
+    check(
+        vector == len(g.start_index_map),
+        f"gather index vectors of {indices} have {vector} elements, "
+        f"start_index_map {list(g.start_index_map)} needs {len(g.start_index_map)}",
+    )
+    check(ivd not in g.start_indices_batching_dims, "gather batching dims include the index dim")
+    _check_dims_in_range(g.start_indices_batching_dims, indices.rank, "gather batching dims")
+    return [n for d, n in enumerate(indices.dims) if d != ivd]
+
+
+def _check_gather_operand_dims(operand: Shape, g: GatherAttrs) -> None:
+    check(len(g.slice_sizes) == operand.rank, f"gather slice_sizes of {operand}")
+    for size, n in zip(g.slice_sizes, operand.dims, strict=True):
+        check(0 <= size <= n, f"gather slice_sizes {list(g.slice_sizes)} exceed {operand}")
+    collapsed, batching = g.collapsed_slice_dims, g.operand_batching_dims
+    _check_dims_in_range(g.start_index_map, operand.rank, "gather start_index_map")
+    _check_dims_in_range((*collapsed, *batching), operand.rank, "gather collapsed/batching dims")
+    check(
+        list(collapsed) == sorted(collapsed) and list(batching) == sorted(batching),
+        "gather collapsed_slice_dims and operand_batching_dims must be sorted",
+    )
+    check(
+        all(g.slice_sizes[d] == 1 for d in (*collapsed, *batching)),
+        f"gather slice_sizes {list(g.slice_sizes)} must be 1 in collapsed and batching dims",
+    )
+    check(not set(batching) & set(g.start_index_map), "gather batching dims in start_index_map")
+    check(
+        len(batching) == len(g.start_indices_batching_dims),
+        "gather needs one start_indices_batching_dim per operand_batching_dim",
+    )
 
 
 def infer_iota_shape(shape: Shape, dimension: int) -> Shape:
@@ -495,6 +557,12 @@ def _concatenate_rule(inst: Instruction) -> AnyShape:
 def _pad_rule(inst: Instruction) -> AnyShape:
     attrs = _attrs(inst, PadAttrs)
     return infer_pad_shape(_operand(inst, 0), _operand(inst, 1), attrs.dims)
+
+
+@_rule(Opcode.GATHER)
+def _gather_rule(inst: Instruction) -> AnyShape:
+    attrs = _attrs(inst, GatherAttrs)
+    return infer_gather_shape(_operand(inst, 0), _operand(inst, 1), attrs)
 
 
 @_rule(Opcode.DOT)

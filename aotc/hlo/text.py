@@ -29,6 +29,7 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     FusionAttrs,
+    GatherAttrs,
     Instruction,
     IotaAttrs,
     Module,
@@ -264,6 +265,25 @@ def _print_conv(a: ConvAttrs) -> list[str]:
     return texts
 
 
+def _print_gather(a: GatherAttrs) -> list[str]:
+    # XLA prints the batching dims only when there are some.
+    texts = [
+        f"offset_dims={{{_ints(a.offset_dims)}}}",
+        f"collapsed_slice_dims={{{_ints(a.collapsed_slice_dims)}}}",
+        f"start_index_map={{{_ints(a.start_index_map)}}}",
+    ]
+    if a.operand_batching_dims:
+        texts += [
+            f"operand_batching_dims={{{_ints(a.operand_batching_dims)}}}",
+            f"start_indices_batching_dims={{{_ints(a.start_indices_batching_dims)}}}",
+        ]
+    return [
+        *texts,
+        f"index_vector_dim={a.index_vector_dim}",
+        f"slice_sizes={{{_ints(a.slice_sizes)}}}",
+    ]
+
+
 _ATTR_PRINTERS: dict[type, Callable[[Any], list[str]]] = {
     ParameterAttrs: lambda a: [],
     Dimensions: lambda a: [f"dimensions={{{_ints(a.dimensions)}}}"],
@@ -276,6 +296,7 @@ _ATTR_PRINTERS: dict[type, Callable[[Any], list[str]]] = {
     ConvAttrs: _print_conv,
     ReduceWindowAttrs: lambda a: _print_window(a.window),
     FusionAttrs: lambda a: [f"kind={a.kind}"],
+    GatherAttrs: _print_gather,
 }
 
 
@@ -901,6 +922,18 @@ def _dimensions_attrs(a: _InstructionAttrs) -> Dimensions:
     return Dimensions(a.need("dimensions", _int_list))
 
 
+def _gather_attrs(a: _InstructionAttrs) -> GatherAttrs:
+    return GatherAttrs(
+        a.opt("offset_dims", _int_list, ()),
+        a.opt("collapsed_slice_dims", _int_list, ()),
+        a.opt("start_index_map", _int_list, ()),
+        a.need("index_vector_dim", _int_value),
+        a.need("slice_sizes", _int_list),
+        a.opt("operand_batching_dims", _int_list, ()),
+        a.opt("start_indices_batching_dims", _int_list, ()),
+    )
+
+
 _ATTR_DECODERS: dict[Opcode, Callable[[_InstructionAttrs], Attrs]] = {
     Opcode.BROADCAST: _dimensions_attrs,
     Opcode.TRANSPOSE: _dimensions_attrs,
@@ -916,4 +949,5 @@ _ATTR_DECODERS: dict[Opcode, Callable[[_InstructionAttrs], Attrs]] = {
     Opcode.CONVOLUTION: _conv_attrs,
     Opcode.REDUCE_WINDOW: lambda a: ReduceWindowAttrs(a.opt("window", _window_value, Window(()))),
     Opcode.FUSION: lambda a: FusionAttrs(a.need("kind", _word)),
+    Opcode.GATHER: _gather_attrs,
 }

@@ -22,6 +22,7 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     FusionAttrs,
+    GatherAttrs,
     Instruction,
     IotaAttrs,
     Module,
@@ -191,7 +192,7 @@ _ARITY: dict[Opcode, tuple[int, int]] = {
     **{op: (0, 0) for op in (Opcode.PARAMETER, Opcode.CONSTANT, Opcode.IOTA)},
     **{op: (1, 1) for op in (Opcode.BITCAST, Opcode.BROADCAST, Opcode.RESHAPE, Opcode.REVERSE,
                              Opcode.SLICE, Opcode.TRANSPOSE, Opcode.GET_TUPLE_ELEMENT)},
-    **{op: (2, 2) for op in (Opcode.PAD, Opcode.DOT, Opcode.CONVOLUTION)},
+    **{op: (2, 2) for op in (Opcode.PAD, Opcode.DOT, Opcode.CONVOLUTION, Opcode.GATHER)},
     Opcode.CONCATENATE: (1, _ANY), Opcode.REDUCE: (2, _ANY), Opcode.REDUCE_WINDOW: (2, _ANY),
     Opcode.FUSION: (0, _ANY), Opcode.TUPLE: (0, _ANY),
 }  # fmt: skip
@@ -215,6 +216,7 @@ _ATTRS: dict[Opcode, type | None] = {
     Opcode.PAD: PadAttrs, Opcode.SLICE: SliceAttrs, Opcode.DOT: DotDims,
     Opcode.CONVOLUTION: ConvAttrs, Opcode.REDUCE_WINDOW: ReduceWindowAttrs,
     Opcode.FUSION: FusionAttrs, Opcode.GET_TUPLE_ELEMENT: TupleIndex,
+    Opcode.GATHER: GatherAttrs,
 }  # fmt: skip
 
 

@@ -1,0 +1,70 @@
+"""HLO-to-HLO passes and the pipeline that runs them between translation and codegen.
+
+``default_pipeline(options)`` is the compiler's pass list. Later stages (fusion, scheduling,
+buffer assignment) append their passes to ``default_passes`` in order; every pass follows
+the ``Pass`` protocol of ``aotc.passes.pipeline``.
+"""
+
+from __future__ import annotations
+
+from aotc.passes.constant_folding import ConstantFolding
+from aotc.passes.cse import CSE
+from aotc.passes.dce import DCE
+from aotc.passes.fusion import Fusion
+from aotc.passes.pipeline import (
+    DUMP_FORMATS,
+    DumpOptions,
+    FixedPoint,
+    Pass,
+    PassTiming,
+    Pipeline,
+    PipelineOptions,
+    PipelineReport,
+)
+from aotc.passes.schedule import Schedule
+from aotc.passes.simplify import AlgebraicSimplifier
+
+__all__ = [
+    "AlgebraicSimplifier",
+    "CSE",
+    "ConstantFolding",
+    "DCE",
+    "DUMP_FORMATS",
+    "DumpOptions",
+    "FixedPoint",
+    "Fusion",
+    "Pass",
+    "PassTiming",
+    "Pipeline",
+    "PipelineOptions",
+    "PipelineReport",
+    "Schedule",
+    "default_passes",
+    "default_pipeline",
+    "simplification_pipeline",
+]
+
+
+def simplification_pipeline() -> Pipeline:
+    """Simplify, fold constants, merge and drop code, until nothing changes."""
+    return Pipeline("simplification", [AlgebraicSimplifier(), ConstantFolding(), CSE(), DCE()])
+
+
+def default_passes() -> list[Pass]:
+    """The compiler's passes, in order."""
+    return [
+        FixedPoint(simplification_pipeline()),
+        Fusion(),
+        Schedule(),
+        # buffer assignment runs in codegen (aotc/codegen/buffers.py), on this schedule
+    ]
+
+
+def default_pipeline(options: PipelineOptions | None = None) -> Pipeline:
+    """The pipeline ``aotc compile`` runs between translation and code generation."""
+    return Pipeline("default", default_passes(), options or PipelineOptions())
+
+
+def pass_names() -> list[str]:
+    """The names ``--disable-pass`` accepts."""
+    return default_pipeline().pass_names()

@@ -1,3 +1,5 @@
+from google.protobuf import any_pb2 as _any_pb2
+from google.protobuf import wrappers_pb2 as _wrappers_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -113,6 +115,20 @@ class FullTypeId(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TFT_ITERATOR: _ClassVar[FullTypeId]
     TFT_MUTEX_LOCK: _ClassVar[FullTypeId]
     TFT_LEGACY_VARIANT: _ClassVar[FullTypeId]
+
+class VariableSynchronization(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VARIABLE_SYNCHRONIZATION_AUTO: _ClassVar[VariableSynchronization]
+    VARIABLE_SYNCHRONIZATION_NONE: _ClassVar[VariableSynchronization]
+    VARIABLE_SYNCHRONIZATION_ON_WRITE: _ClassVar[VariableSynchronization]
+    VARIABLE_SYNCHRONIZATION_ON_READ: _ClassVar[VariableSynchronization]
+
+class VariableAggregation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VARIABLE_AGGREGATION_NONE: _ClassVar[VariableAggregation]
+    VARIABLE_AGGREGATION_SUM: _ClassVar[VariableAggregation]
+    VARIABLE_AGGREGATION_MEAN: _ClassVar[VariableAggregation]
+    VARIABLE_AGGREGATION_ONLY_FIRST_REPLICA: _ClassVar[VariableAggregation]
 DT_INVALID: DataType
 DT_FLOAT: DataType
 DT_DOUBLE: DataType
@@ -214,6 +230,14 @@ TFT_RAGGED: FullTypeId
 TFT_ITERATOR: FullTypeId
 TFT_MUTEX_LOCK: FullTypeId
 TFT_LEGACY_VARIANT: FullTypeId
+VARIABLE_SYNCHRONIZATION_AUTO: VariableSynchronization
+VARIABLE_SYNCHRONIZATION_NONE: VariableSynchronization
+VARIABLE_SYNCHRONIZATION_ON_WRITE: VariableSynchronization
+VARIABLE_SYNCHRONIZATION_ON_READ: VariableSynchronization
+VARIABLE_AGGREGATION_NONE: VariableAggregation
+VARIABLE_AGGREGATION_SUM: VariableAggregation
+VARIABLE_AGGREGATION_MEAN: VariableAggregation
+VARIABLE_AGGREGATION_ONLY_FIRST_REPLICA: VariableAggregation
 
 class TensorShapeProto(_message.Message):
     __slots__ = ("dim", "unknown_rank")
@@ -663,3 +687,619 @@ class GraphDef(_message.Message):
     library: FunctionDefLibrary
     debug_info: GraphDebugInfo
     def __init__(self, node: _Optional[_Iterable[_Union[NodeDef, _Mapping]]] = ..., versions: _Optional[_Union[VersionDef, _Mapping]] = ..., version: _Optional[int] = ..., library: _Optional[_Union[FunctionDefLibrary, _Mapping]] = ..., debug_info: _Optional[_Union[GraphDebugInfo, _Mapping]] = ...) -> None: ...
+
+class SavedModel(_message.Message):
+    __slots__ = ("saved_model_schema_version", "meta_graphs")
+    SAVED_MODEL_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    META_GRAPHS_FIELD_NUMBER: _ClassVar[int]
+    saved_model_schema_version: int
+    meta_graphs: _containers.RepeatedCompositeFieldContainer[MetaGraphDef]
+    def __init__(self, saved_model_schema_version: _Optional[int] = ..., meta_graphs: _Optional[_Iterable[_Union[MetaGraphDef, _Mapping]]] = ...) -> None: ...
+
+class MetaGraphDef(_message.Message):
+    __slots__ = ("meta_info_def", "graph_def", "saver_def", "collection_def", "signature_def", "asset_file_def", "object_graph_def")
+    class MetaInfoDef(_message.Message):
+        __slots__ = ("meta_graph_version", "stripped_op_list", "any_info", "tags", "tensorflow_version", "tensorflow_git_version", "stripped_default_attrs", "function_aliases")
+        class FunctionAliasesEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        META_GRAPH_VERSION_FIELD_NUMBER: _ClassVar[int]
+        STRIPPED_OP_LIST_FIELD_NUMBER: _ClassVar[int]
+        ANY_INFO_FIELD_NUMBER: _ClassVar[int]
+        TAGS_FIELD_NUMBER: _ClassVar[int]
+        TENSORFLOW_VERSION_FIELD_NUMBER: _ClassVar[int]
+        TENSORFLOW_GIT_VERSION_FIELD_NUMBER: _ClassVar[int]
+        STRIPPED_DEFAULT_ATTRS_FIELD_NUMBER: _ClassVar[int]
+        FUNCTION_ALIASES_FIELD_NUMBER: _ClassVar[int]
+        meta_graph_version: str
+        stripped_op_list: OpList
+        any_info: _any_pb2.Any
+        tags: _containers.RepeatedScalarFieldContainer[str]
+        tensorflow_version: str
+        tensorflow_git_version: str
+        stripped_default_attrs: bool
+        function_aliases: _containers.ScalarMap[str, str]
+        def __init__(self, meta_graph_version: _Optional[str] = ..., stripped_op_list: _Optional[_Union[OpList, _Mapping]] = ..., any_info: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., tensorflow_version: _Optional[str] = ..., tensorflow_git_version: _Optional[str] = ..., stripped_default_attrs: _Optional[bool] = ..., function_aliases: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    class CollectionDefEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: CollectionDef
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[CollectionDef, _Mapping]] = ...) -> None: ...
+    class SignatureDefEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: SignatureDef
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[SignatureDef, _Mapping]] = ...) -> None: ...
+    META_INFO_DEF_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_DEF_FIELD_NUMBER: _ClassVar[int]
+    SAVER_DEF_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_DEF_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_DEF_FIELD_NUMBER: _ClassVar[int]
+    ASSET_FILE_DEF_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_GRAPH_DEF_FIELD_NUMBER: _ClassVar[int]
+    meta_info_def: MetaGraphDef.MetaInfoDef
+    graph_def: GraphDef
+    saver_def: SaverDef
+    collection_def: _containers.MessageMap[str, CollectionDef]
+    signature_def: _containers.MessageMap[str, SignatureDef]
+    asset_file_def: _containers.RepeatedCompositeFieldContainer[AssetFileDef]
+    object_graph_def: SavedObjectGraph
+    def __init__(self, meta_info_def: _Optional[_Union[MetaGraphDef.MetaInfoDef, _Mapping]] = ..., graph_def: _Optional[_Union[GraphDef, _Mapping]] = ..., saver_def: _Optional[_Union[SaverDef, _Mapping]] = ..., collection_def: _Optional[_Mapping[str, CollectionDef]] = ..., signature_def: _Optional[_Mapping[str, SignatureDef]] = ..., asset_file_def: _Optional[_Iterable[_Union[AssetFileDef, _Mapping]]] = ..., object_graph_def: _Optional[_Union[SavedObjectGraph, _Mapping]] = ...) -> None: ...
+
+class CollectionDef(_message.Message):
+    __slots__ = ("node_list", "bytes_list", "int64_list", "float_list", "any_list")
+    class NodeList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, value: _Optional[_Iterable[str]] = ...) -> None: ...
+    class BytesList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[bytes]
+        def __init__(self, value: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    class Int64List(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, value: _Optional[_Iterable[int]] = ...) -> None: ...
+    class FloatList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[float]
+        def __init__(self, value: _Optional[_Iterable[float]] = ...) -> None: ...
+    class AnyList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedCompositeFieldContainer[_any_pb2.Any]
+        def __init__(self, value: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
+    NODE_LIST_FIELD_NUMBER: _ClassVar[int]
+    BYTES_LIST_FIELD_NUMBER: _ClassVar[int]
+    INT64_LIST_FIELD_NUMBER: _ClassVar[int]
+    FLOAT_LIST_FIELD_NUMBER: _ClassVar[int]
+    ANY_LIST_FIELD_NUMBER: _ClassVar[int]
+    node_list: CollectionDef.NodeList
+    bytes_list: CollectionDef.BytesList
+    int64_list: CollectionDef.Int64List
+    float_list: CollectionDef.FloatList
+    any_list: CollectionDef.AnyList
+    def __init__(self, node_list: _Optional[_Union[CollectionDef.NodeList, _Mapping]] = ..., bytes_list: _Optional[_Union[CollectionDef.BytesList, _Mapping]] = ..., int64_list: _Optional[_Union[CollectionDef.Int64List, _Mapping]] = ..., float_list: _Optional[_Union[CollectionDef.FloatList, _Mapping]] = ..., any_list: _Optional[_Union[CollectionDef.AnyList, _Mapping]] = ...) -> None: ...
+
+class TensorInfo(_message.Message):
+    __slots__ = ("name", "coo_sparse", "composite_tensor", "dtype", "tensor_shape")
+    class CooSparse(_message.Message):
+        __slots__ = ("values_tensor_name", "indices_tensor_name", "dense_shape_tensor_name")
+        VALUES_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+        INDICES_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+        DENSE_SHAPE_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+        values_tensor_name: str
+        indices_tensor_name: str
+        dense_shape_tensor_name: str
+        def __init__(self, values_tensor_name: _Optional[str] = ..., indices_tensor_name: _Optional[str] = ..., dense_shape_tensor_name: _Optional[str] = ...) -> None: ...
+    class CompositeTensor(_message.Message):
+        __slots__ = ("type_spec", "components")
+        TYPE_SPEC_FIELD_NUMBER: _ClassVar[int]
+        COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+        type_spec: TypeSpecProto
+        components: _containers.RepeatedCompositeFieldContainer[TensorInfo]
+        def __init__(self, type_spec: _Optional[_Union[TypeSpecProto, _Mapping]] = ..., components: _Optional[_Iterable[_Union[TensorInfo, _Mapping]]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COO_SPARSE_FIELD_NUMBER: _ClassVar[int]
+    COMPOSITE_TENSOR_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_SHAPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    coo_sparse: TensorInfo.CooSparse
+    composite_tensor: TensorInfo.CompositeTensor
+    dtype: DataType
+    tensor_shape: TensorShapeProto
+    def __init__(self, name: _Optional[str] = ..., coo_sparse: _Optional[_Union[TensorInfo.CooSparse, _Mapping]] = ..., composite_tensor: _Optional[_Union[TensorInfo.CompositeTensor, _Mapping]] = ..., dtype: _Optional[_Union[DataType, str]] = ..., tensor_shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ...) -> None: ...
+
+class SignatureDef(_message.Message):
+    __slots__ = ("inputs", "outputs", "method_name", "defaults")
+    class InputsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: TensorInfo
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[TensorInfo, _Mapping]] = ...) -> None: ...
+    class OutputsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: TensorInfo
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[TensorInfo, _Mapping]] = ...) -> None: ...
+    class DefaultsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: TensorProto
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[TensorProto, _Mapping]] = ...) -> None: ...
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    METHOD_NAME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULTS_FIELD_NUMBER: _ClassVar[int]
+    inputs: _containers.MessageMap[str, TensorInfo]
+    outputs: _containers.MessageMap[str, TensorInfo]
+    method_name: str
+    defaults: _containers.MessageMap[str, TensorProto]
+    def __init__(self, inputs: _Optional[_Mapping[str, TensorInfo]] = ..., outputs: _Optional[_Mapping[str, TensorInfo]] = ..., method_name: _Optional[str] = ..., defaults: _Optional[_Mapping[str, TensorProto]] = ...) -> None: ...
+
+class AssetFileDef(_message.Message):
+    __slots__ = ("tensor_info", "filename")
+    TENSOR_INFO_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    tensor_info: TensorInfo
+    filename: str
+    def __init__(self, tensor_info: _Optional[_Union[TensorInfo, _Mapping]] = ..., filename: _Optional[str] = ...) -> None: ...
+
+class SaverDef(_message.Message):
+    __slots__ = ("filename_tensor_name", "save_tensor_name", "restore_op_name", "max_to_keep", "sharded", "keep_checkpoint_every_n_hours", "version")
+    class CheckpointFormatVersion(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        LEGACY: _ClassVar[SaverDef.CheckpointFormatVersion]
+        V1: _ClassVar[SaverDef.CheckpointFormatVersion]
+        V2: _ClassVar[SaverDef.CheckpointFormatVersion]
+    LEGACY: SaverDef.CheckpointFormatVersion
+    V1: SaverDef.CheckpointFormatVersion
+    V2: SaverDef.CheckpointFormatVersion
+    FILENAME_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    SAVE_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_OP_NAME_FIELD_NUMBER: _ClassVar[int]
+    MAX_TO_KEEP_FIELD_NUMBER: _ClassVar[int]
+    SHARDED_FIELD_NUMBER: _ClassVar[int]
+    KEEP_CHECKPOINT_EVERY_N_HOURS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    filename_tensor_name: str
+    save_tensor_name: str
+    restore_op_name: str
+    max_to_keep: int
+    sharded: bool
+    keep_checkpoint_every_n_hours: float
+    version: SaverDef.CheckpointFormatVersion
+    def __init__(self, filename_tensor_name: _Optional[str] = ..., save_tensor_name: _Optional[str] = ..., restore_op_name: _Optional[str] = ..., max_to_keep: _Optional[int] = ..., sharded: _Optional[bool] = ..., keep_checkpoint_every_n_hours: _Optional[float] = ..., version: _Optional[_Union[SaverDef.CheckpointFormatVersion, str]] = ...) -> None: ...
+
+class SavedObjectGraph(_message.Message):
+    __slots__ = ("nodes", "concrete_functions")
+    class ConcreteFunctionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: SavedConcreteFunction
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[SavedConcreteFunction, _Mapping]] = ...) -> None: ...
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    CONCRETE_FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[SavedObject]
+    concrete_functions: _containers.MessageMap[str, SavedConcreteFunction]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[SavedObject, _Mapping]]] = ..., concrete_functions: _Optional[_Mapping[str, SavedConcreteFunction]] = ...) -> None: ...
+
+class SavedObject(_message.Message):
+    __slots__ = ("children", "dependencies", "slot_variables", "user_object", "asset", "function", "variable", "bare_concrete_function", "constant", "resource", "captured_tensor", "saveable_objects", "registered_name", "serialized_user_proto", "registered_saver")
+    class SaveableObjectsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: SaveableObject
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[SaveableObject, _Mapping]] = ...) -> None: ...
+    CHILDREN_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCIES_FIELD_NUMBER: _ClassVar[int]
+    SLOT_VARIABLES_FIELD_NUMBER: _ClassVar[int]
+    USER_OBJECT_FIELD_NUMBER: _ClassVar[int]
+    ASSET_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    VARIABLE_FIELD_NUMBER: _ClassVar[int]
+    BARE_CONCRETE_FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    CONSTANT_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    CAPTURED_TENSOR_FIELD_NUMBER: _ClassVar[int]
+    SAVEABLE_OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_NAME_FIELD_NUMBER: _ClassVar[int]
+    SERIALIZED_USER_PROTO_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_SAVER_FIELD_NUMBER: _ClassVar[int]
+    children: _containers.RepeatedCompositeFieldContainer[TrackableObjectGraph.TrackableObject.ObjectReference]
+    dependencies: _containers.RepeatedCompositeFieldContainer[TrackableObjectGraph.TrackableObject.ObjectReference]
+    slot_variables: _containers.RepeatedCompositeFieldContainer[TrackableObjectGraph.TrackableObject.SlotVariableReference]
+    user_object: SavedUserObject
+    asset: SavedAsset
+    function: SavedFunction
+    variable: SavedVariable
+    bare_concrete_function: SavedBareConcreteFunction
+    constant: SavedConstant
+    resource: SavedResource
+    captured_tensor: CapturedTensor
+    saveable_objects: _containers.MessageMap[str, SaveableObject]
+    registered_name: str
+    serialized_user_proto: _any_pb2.Any
+    registered_saver: str
+    def __init__(self, children: _Optional[_Iterable[_Union[TrackableObjectGraph.TrackableObject.ObjectReference, _Mapping]]] = ..., dependencies: _Optional[_Iterable[_Union[TrackableObjectGraph.TrackableObject.ObjectReference, _Mapping]]] = ..., slot_variables: _Optional[_Iterable[_Union[TrackableObjectGraph.TrackableObject.SlotVariableReference, _Mapping]]] = ..., user_object: _Optional[_Union[SavedUserObject, _Mapping]] = ..., asset: _Optional[_Union[SavedAsset, _Mapping]] = ..., function: _Optional[_Union[SavedFunction, _Mapping]] = ..., variable: _Optional[_Union[SavedVariable, _Mapping]] = ..., bare_concrete_function: _Optional[_Union[SavedBareConcreteFunction, _Mapping]] = ..., constant: _Optional[_Union[SavedConstant, _Mapping]] = ..., resource: _Optional[_Union[SavedResource, _Mapping]] = ..., captured_tensor: _Optional[_Union[CapturedTensor, _Mapping]] = ..., saveable_objects: _Optional[_Mapping[str, SaveableObject]] = ..., registered_name: _Optional[str] = ..., serialized_user_proto: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., registered_saver: _Optional[str] = ...) -> None: ...
+
+class SavedUserObject(_message.Message):
+    __slots__ = ("identifier", "version", "metadata")
+    IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    identifier: str
+    version: VersionDef
+    metadata: str
+    def __init__(self, identifier: _Optional[str] = ..., version: _Optional[_Union[VersionDef, _Mapping]] = ..., metadata: _Optional[str] = ...) -> None: ...
+
+class SavedAsset(_message.Message):
+    __slots__ = ("asset_file_def_index",)
+    ASSET_FILE_DEF_INDEX_FIELD_NUMBER: _ClassVar[int]
+    asset_file_def_index: int
+    def __init__(self, asset_file_def_index: _Optional[int] = ...) -> None: ...
+
+class SavedFunction(_message.Message):
+    __slots__ = ("concrete_functions", "function_spec")
+    CONCRETE_FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_SPEC_FIELD_NUMBER: _ClassVar[int]
+    concrete_functions: _containers.RepeatedScalarFieldContainer[str]
+    function_spec: FunctionSpec
+    def __init__(self, concrete_functions: _Optional[_Iterable[str]] = ..., function_spec: _Optional[_Union[FunctionSpec, _Mapping]] = ...) -> None: ...
+
+class CapturedTensor(_message.Message):
+    __slots__ = ("name", "concrete_function")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONCRETE_FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    concrete_function: str
+    def __init__(self, name: _Optional[str] = ..., concrete_function: _Optional[str] = ...) -> None: ...
+
+class SavedConcreteFunction(_message.Message):
+    __slots__ = ("bound_inputs", "canonicalized_input_signature", "output_signature")
+    BOUND_INPUTS_FIELD_NUMBER: _ClassVar[int]
+    CANONICALIZED_INPUT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    bound_inputs: _containers.RepeatedScalarFieldContainer[int]
+    canonicalized_input_signature: StructuredValue
+    output_signature: StructuredValue
+    def __init__(self, bound_inputs: _Optional[_Iterable[int]] = ..., canonicalized_input_signature: _Optional[_Union[StructuredValue, _Mapping]] = ..., output_signature: _Optional[_Union[StructuredValue, _Mapping]] = ...) -> None: ...
+
+class SavedBareConcreteFunction(_message.Message):
+    __slots__ = ("concrete_function_name", "argument_keywords", "allowed_positional_arguments", "function_spec")
+    CONCRETE_FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENT_KEYWORDS_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_POSITIONAL_ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_SPEC_FIELD_NUMBER: _ClassVar[int]
+    concrete_function_name: str
+    argument_keywords: _containers.RepeatedScalarFieldContainer[str]
+    allowed_positional_arguments: int
+    function_spec: FunctionSpec
+    def __init__(self, concrete_function_name: _Optional[str] = ..., argument_keywords: _Optional[_Iterable[str]] = ..., allowed_positional_arguments: _Optional[int] = ..., function_spec: _Optional[_Union[FunctionSpec, _Mapping]] = ...) -> None: ...
+
+class SavedConstant(_message.Message):
+    __slots__ = ("operation",)
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    operation: str
+    def __init__(self, operation: _Optional[str] = ...) -> None: ...
+
+class SavedVariable(_message.Message):
+    __slots__ = ("dtype", "shape", "trainable", "synchronization", "aggregation", "name", "device", "experimental_distributed_variable_components")
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    TRAINABLE_FIELD_NUMBER: _ClassVar[int]
+    SYNCHRONIZATION_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    EXPERIMENTAL_DISTRIBUTED_VARIABLE_COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    dtype: DataType
+    shape: TensorShapeProto
+    trainable: bool
+    synchronization: VariableSynchronization
+    aggregation: VariableAggregation
+    name: str
+    device: str
+    experimental_distributed_variable_components: _containers.RepeatedCompositeFieldContainer[SavedVariable]
+    def __init__(self, dtype: _Optional[_Union[DataType, str]] = ..., shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ..., trainable: _Optional[bool] = ..., synchronization: _Optional[_Union[VariableSynchronization, str]] = ..., aggregation: _Optional[_Union[VariableAggregation, str]] = ..., name: _Optional[str] = ..., device: _Optional[str] = ..., experimental_distributed_variable_components: _Optional[_Iterable[_Union[SavedVariable, _Mapping]]] = ...) -> None: ...
+
+class FunctionSpec(_message.Message):
+    __slots__ = ("fullargspec", "is_method", "input_signature", "jit_compile")
+    class JitCompile(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        DEFAULT: _ClassVar[FunctionSpec.JitCompile]
+        ON: _ClassVar[FunctionSpec.JitCompile]
+        OFF: _ClassVar[FunctionSpec.JitCompile]
+    DEFAULT: FunctionSpec.JitCompile
+    ON: FunctionSpec.JitCompile
+    OFF: FunctionSpec.JitCompile
+    FULLARGSPEC_FIELD_NUMBER: _ClassVar[int]
+    IS_METHOD_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    JIT_COMPILE_FIELD_NUMBER: _ClassVar[int]
+    fullargspec: StructuredValue
+    is_method: bool
+    input_signature: StructuredValue
+    jit_compile: FunctionSpec.JitCompile
+    def __init__(self, fullargspec: _Optional[_Union[StructuredValue, _Mapping]] = ..., is_method: _Optional[bool] = ..., input_signature: _Optional[_Union[StructuredValue, _Mapping]] = ..., jit_compile: _Optional[_Union[FunctionSpec.JitCompile, str]] = ...) -> None: ...
+
+class SavedResource(_message.Message):
+    __slots__ = ("device",)
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    def __init__(self, device: _Optional[str] = ...) -> None: ...
+
+class SaveableObject(_message.Message):
+    __slots__ = ("save_function", "restore_function")
+    SAVE_FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    save_function: int
+    restore_function: int
+    def __init__(self, save_function: _Optional[int] = ..., restore_function: _Optional[int] = ...) -> None: ...
+
+class TrackableObjectGraph(_message.Message):
+    __slots__ = ("nodes",)
+    class TrackableObject(_message.Message):
+        __slots__ = ("children", "attributes", "slot_variables", "registered_saver", "has_checkpoint_values")
+        class ObjectReference(_message.Message):
+            __slots__ = ("node_id", "local_name")
+            NODE_ID_FIELD_NUMBER: _ClassVar[int]
+            LOCAL_NAME_FIELD_NUMBER: _ClassVar[int]
+            node_id: int
+            local_name: str
+            def __init__(self, node_id: _Optional[int] = ..., local_name: _Optional[str] = ...) -> None: ...
+        class SerializedTensor(_message.Message):
+            __slots__ = ("name", "full_name", "checkpoint_key")
+            NAME_FIELD_NUMBER: _ClassVar[int]
+            FULL_NAME_FIELD_NUMBER: _ClassVar[int]
+            CHECKPOINT_KEY_FIELD_NUMBER: _ClassVar[int]
+            name: str
+            full_name: str
+            checkpoint_key: str
+            def __init__(self, name: _Optional[str] = ..., full_name: _Optional[str] = ..., checkpoint_key: _Optional[str] = ...) -> None: ...
+        class SlotVariableReference(_message.Message):
+            __slots__ = ("original_variable_node_id", "slot_name", "slot_variable_node_id")
+            ORIGINAL_VARIABLE_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+            SLOT_NAME_FIELD_NUMBER: _ClassVar[int]
+            SLOT_VARIABLE_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+            original_variable_node_id: int
+            slot_name: str
+            slot_variable_node_id: int
+            def __init__(self, original_variable_node_id: _Optional[int] = ..., slot_name: _Optional[str] = ..., slot_variable_node_id: _Optional[int] = ...) -> None: ...
+        CHILDREN_FIELD_NUMBER: _ClassVar[int]
+        ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+        SLOT_VARIABLES_FIELD_NUMBER: _ClassVar[int]
+        REGISTERED_SAVER_FIELD_NUMBER: _ClassVar[int]
+        HAS_CHECKPOINT_VALUES_FIELD_NUMBER: _ClassVar[int]
+        children: _containers.RepeatedCompositeFieldContainer[TrackableObjectGraph.TrackableObject.ObjectReference]
+        attributes: _containers.RepeatedCompositeFieldContainer[TrackableObjectGraph.TrackableObject.SerializedTensor]
+        slot_variables: _containers.RepeatedCompositeFieldContainer[TrackableObjectGraph.TrackableObject.SlotVariableReference]
+        registered_saver: RegisteredSaver
+        has_checkpoint_values: _wrappers_pb2.BoolValue
+        def __init__(self, children: _Optional[_Iterable[_Union[TrackableObjectGraph.TrackableObject.ObjectReference, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[TrackableObjectGraph.TrackableObject.SerializedTensor, _Mapping]]] = ..., slot_variables: _Optional[_Iterable[_Union[TrackableObjectGraph.TrackableObject.SlotVariableReference, _Mapping]]] = ..., registered_saver: _Optional[_Union[RegisteredSaver, _Mapping]] = ..., has_checkpoint_values: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ...) -> None: ...
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[TrackableObjectGraph.TrackableObject]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[TrackableObjectGraph.TrackableObject, _Mapping]]] = ...) -> None: ...
+
+class RegisteredSaver(_message.Message):
+    __slots__ = ("name", "object_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    object_name: str
+    def __init__(self, name: _Optional[str] = ..., object_name: _Optional[str] = ...) -> None: ...
+
+class StructuredValue(_message.Message):
+    __slots__ = ("none_value", "float64_value", "int64_value", "string_value", "bool_value", "tensor_shape_value", "tensor_dtype_value", "tensor_spec_value", "type_spec_value", "bounded_tensor_spec_value", "list_value", "tuple_value", "dict_value", "named_tuple_value", "tensor_value", "numpy_value")
+    NONE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    FLOAT64_VALUE_FIELD_NUMBER: _ClassVar[int]
+    INT64_VALUE_FIELD_NUMBER: _ClassVar[int]
+    STRING_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_SHAPE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_DTYPE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_SPEC_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_SPEC_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOUNDED_TENSOR_SPEC_VALUE_FIELD_NUMBER: _ClassVar[int]
+    LIST_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TUPLE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    DICT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    NAMED_TUPLE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_VALUE_FIELD_NUMBER: _ClassVar[int]
+    NUMPY_VALUE_FIELD_NUMBER: _ClassVar[int]
+    none_value: NoneValue
+    float64_value: float
+    int64_value: int
+    string_value: str
+    bool_value: bool
+    tensor_shape_value: TensorShapeProto
+    tensor_dtype_value: DataType
+    tensor_spec_value: TensorSpecProto
+    type_spec_value: TypeSpecProto
+    bounded_tensor_spec_value: BoundedTensorSpecProto
+    list_value: ListValue
+    tuple_value: TupleValue
+    dict_value: DictValue
+    named_tuple_value: NamedTupleValue
+    tensor_value: TensorProto
+    numpy_value: TensorProto
+    def __init__(self, none_value: _Optional[_Union[NoneValue, _Mapping]] = ..., float64_value: _Optional[float] = ..., int64_value: _Optional[int] = ..., string_value: _Optional[str] = ..., bool_value: _Optional[bool] = ..., tensor_shape_value: _Optional[_Union[TensorShapeProto, _Mapping]] = ..., tensor_dtype_value: _Optional[_Union[DataType, str]] = ..., tensor_spec_value: _Optional[_Union[TensorSpecProto, _Mapping]] = ..., type_spec_value: _Optional[_Union[TypeSpecProto, _Mapping]] = ..., bounded_tensor_spec_value: _Optional[_Union[BoundedTensorSpecProto, _Mapping]] = ..., list_value: _Optional[_Union[ListValue, _Mapping]] = ..., tuple_value: _Optional[_Union[TupleValue, _Mapping]] = ..., dict_value: _Optional[_Union[DictValue, _Mapping]] = ..., named_tuple_value: _Optional[_Union[NamedTupleValue, _Mapping]] = ..., tensor_value: _Optional[_Union[TensorProto, _Mapping]] = ..., numpy_value: _Optional[_Union[TensorProto, _Mapping]] = ...) -> None: ...
+
+class NoneValue(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListValue(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedCompositeFieldContainer[StructuredValue]
+    def __init__(self, values: _Optional[_Iterable[_Union[StructuredValue, _Mapping]]] = ...) -> None: ...
+
+class TupleValue(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedCompositeFieldContainer[StructuredValue]
+    def __init__(self, values: _Optional[_Iterable[_Union[StructuredValue, _Mapping]]] = ...) -> None: ...
+
+class DictValue(_message.Message):
+    __slots__ = ("fields",)
+    class FieldsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: StructuredValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[StructuredValue, _Mapping]] = ...) -> None: ...
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    fields: _containers.MessageMap[str, StructuredValue]
+    def __init__(self, fields: _Optional[_Mapping[str, StructuredValue]] = ...) -> None: ...
+
+class PairValue(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: StructuredValue
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[StructuredValue, _Mapping]] = ...) -> None: ...
+
+class NamedTupleValue(_message.Message):
+    __slots__ = ("name", "values")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    values: _containers.RepeatedCompositeFieldContainer[PairValue]
+    def __init__(self, name: _Optional[str] = ..., values: _Optional[_Iterable[_Union[PairValue, _Mapping]]] = ...) -> None: ...
+
+class TensorSpecProto(_message.Message):
+    __slots__ = ("name", "shape", "dtype")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    shape: TensorShapeProto
+    dtype: DataType
+    def __init__(self, name: _Optional[str] = ..., shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ..., dtype: _Optional[_Union[DataType, str]] = ...) -> None: ...
+
+class BoundedTensorSpecProto(_message.Message):
+    __slots__ = ("name", "shape", "dtype", "minimum", "maximum")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    MINIMUM_FIELD_NUMBER: _ClassVar[int]
+    MAXIMUM_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    shape: TensorShapeProto
+    dtype: DataType
+    minimum: TensorProto
+    maximum: TensorProto
+    def __init__(self, name: _Optional[str] = ..., shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ..., dtype: _Optional[_Union[DataType, str]] = ..., minimum: _Optional[_Union[TensorProto, _Mapping]] = ..., maximum: _Optional[_Union[TensorProto, _Mapping]] = ...) -> None: ...
+
+class TypeSpecProto(_message.Message):
+    __slots__ = ("type_spec_class", "type_state", "type_spec_class_name", "num_flat_components")
+    class TypeSpecClass(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        UNKNOWN: _ClassVar[TypeSpecProto.TypeSpecClass]
+        SPARSE_TENSOR_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        INDEXED_SLICES_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        RAGGED_TENSOR_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        TENSOR_ARRAY_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        DATA_DATASET_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        DATA_ITERATOR_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        OPTIONAL_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        PER_REPLICA_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        VARIABLE_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        ROW_PARTITION_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        REGISTERED_TYPE_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+        EXTENSION_TYPE_SPEC: _ClassVar[TypeSpecProto.TypeSpecClass]
+    UNKNOWN: TypeSpecProto.TypeSpecClass
+    SPARSE_TENSOR_SPEC: TypeSpecProto.TypeSpecClass
+    INDEXED_SLICES_SPEC: TypeSpecProto.TypeSpecClass
+    RAGGED_TENSOR_SPEC: TypeSpecProto.TypeSpecClass
+    TENSOR_ARRAY_SPEC: TypeSpecProto.TypeSpecClass
+    DATA_DATASET_SPEC: TypeSpecProto.TypeSpecClass
+    DATA_ITERATOR_SPEC: TypeSpecProto.TypeSpecClass
+    OPTIONAL_SPEC: TypeSpecProto.TypeSpecClass
+    PER_REPLICA_SPEC: TypeSpecProto.TypeSpecClass
+    VARIABLE_SPEC: TypeSpecProto.TypeSpecClass
+    ROW_PARTITION_SPEC: TypeSpecProto.TypeSpecClass
+    REGISTERED_TYPE_SPEC: TypeSpecProto.TypeSpecClass
+    EXTENSION_TYPE_SPEC: TypeSpecProto.TypeSpecClass
+    TYPE_SPEC_CLASS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_STATE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_SPEC_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    NUM_FLAT_COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    type_spec_class: TypeSpecProto.TypeSpecClass
+    type_state: StructuredValue
+    type_spec_class_name: str
+    num_flat_components: int
+    def __init__(self, type_spec_class: _Optional[_Union[TypeSpecProto.TypeSpecClass, str]] = ..., type_state: _Optional[_Union[StructuredValue, _Mapping]] = ..., type_spec_class_name: _Optional[str] = ..., num_flat_components: _Optional[int] = ...) -> None: ...
+
+class BundleHeaderProto(_message.Message):
+    __slots__ = ("num_shards", "endianness", "version")
+    class Endianness(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        LITTLE: _ClassVar[BundleHeaderProto.Endianness]
+        BIG: _ClassVar[BundleHeaderProto.Endianness]
+    LITTLE: BundleHeaderProto.Endianness
+    BIG: BundleHeaderProto.Endianness
+    NUM_SHARDS_FIELD_NUMBER: _ClassVar[int]
+    ENDIANNESS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    num_shards: int
+    endianness: BundleHeaderProto.Endianness
+    version: VersionDef
+    def __init__(self, num_shards: _Optional[int] = ..., endianness: _Optional[_Union[BundleHeaderProto.Endianness, str]] = ..., version: _Optional[_Union[VersionDef, _Mapping]] = ...) -> None: ...
+
+class BundleEntryProto(_message.Message):
+    __slots__ = ("dtype", "shape", "shard_id", "offset", "size", "crc32c", "slices")
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    SHARD_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    CRC32C_FIELD_NUMBER: _ClassVar[int]
+    SLICES_FIELD_NUMBER: _ClassVar[int]
+    dtype: DataType
+    shape: TensorShapeProto
+    shard_id: int
+    offset: int
+    size: int
+    crc32c: int
+    slices: _containers.RepeatedCompositeFieldContainer[TensorSliceProto]
+    def __init__(self, dtype: _Optional[_Union[DataType, str]] = ..., shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ..., shard_id: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., crc32c: _Optional[int] = ..., slices: _Optional[_Iterable[_Union[TensorSliceProto, _Mapping]]] = ...) -> None: ...
+
+class TensorSliceProto(_message.Message):
+    __slots__ = ("extent",)
+    class Extent(_message.Message):
+        __slots__ = ("start", "length")
+        START_FIELD_NUMBER: _ClassVar[int]
+        LENGTH_FIELD_NUMBER: _ClassVar[int]
+        start: int
+        length: int
+        def __init__(self, start: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
+    EXTENT_FIELD_NUMBER: _ClassVar[int]
+    extent: _containers.RepeatedCompositeFieldContainer[TensorSliceProto.Extent]
+    def __init__(self, extent: _Optional[_Iterable[_Union[TensorSliceProto.Extent, _Mapping]]] = ...) -> None: ...

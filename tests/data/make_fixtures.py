@@ -198,7 +198,8 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
             info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            # asarray, not ascontiguousarray: that turns a 0-d array into shape (1,)
+            np.lib.format.write_array(buf, np.asarray(arr, order="C"), allow_pickle=False)
             zf.writestr(info, buf.getvalue())
 
 

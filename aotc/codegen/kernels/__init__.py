@@ -7,21 +7,27 @@ reduction) means changing one entry of ``KERNELS``.
 from __future__ import annotations
 
 from aotc.codegen.kernels.base import KernelEmitter
+from aotc.codegen.kernels.conv import emit_convolution_kernel
 from aotc.codegen.kernels.dot import emit_dot_kernel
 from aotc.codegen.kernels.elemental import emit_elemental_kernel
+from aotc.codegen.kernels.fusion import emit_fusion_kernel
 from aotc.codegen.kernels.reduce import emit_reduce_kernel
+from aotc.codegen.kernels.reduce_window import emit_reduce_window_kernel
 from aotc.errors import CodegenError
 from aotc.hlo.ir import ELEMENTWISE, Instruction, Opcode
 
 _ELEMENTAL = ELEMENTWISE | {
     Opcode.IOTA, Opcode.BROADCAST, Opcode.CONCATENATE, Opcode.PAD, Opcode.RESHAPE,
-    Opcode.BITCAST, Opcode.REVERSE, Opcode.SLICE, Opcode.TRANSPOSE,
+    Opcode.BITCAST, Opcode.REVERSE, Opcode.SLICE, Opcode.TRANSPOSE, Opcode.GATHER,
 }  # fmt: skip
 
 KERNELS: dict[Opcode, KernelEmitter] = {
     **{opcode: emit_elemental_kernel for opcode in _ELEMENTAL},
     Opcode.DOT: emit_dot_kernel,
     Opcode.REDUCE: emit_reduce_kernel,
+    Opcode.FUSION: emit_fusion_kernel,
+    Opcode.CONVOLUTION: emit_convolution_kernel,
+    Opcode.REDUCE_WINDOW: emit_reduce_window_kernel,
 }
 
 # Instructions that need no code: they name buffers that exist already.

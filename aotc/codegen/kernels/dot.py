@@ -12,18 +12,38 @@ from collections.abc import Callable, Sequence
 from llvmlite import ir
 
 from aotc.codegen.irtypes import register_type, scalar_constant, store_element
-from aotc.codegen.kernels.base import KernelIO
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.scalar_ops import convert
 from aotc.codegen.loops import entry_alloca, loop_nest
-from aotc.hlo.ir import DotDims
+from aotc.hlo.ir import DotDims, Instruction
 from aotc.hlo.shape import PrimitiveType, Shape
 
 
 def emit_dot_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
-    dims = io.inst.attrs
-    assert isinstance(dims, DotDims)
-    lhs_shape, rhs_shape = (op.array_shape for op in io.inst.operands)
     out = io.inst.array_shape
+
+    def store(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> None:
+        store_element(b, value, io.outputs[0], out, index)
+
+    emit_dot_loops(b, io.inst, io.operands[0], io.operands[1], store)
+
+
+#: What to do with one finished output element: (builder, value, output index).
+DotFinish = Callable[[ir.IRBuilder, ir.Value, Sequence[ir.Value]], None]
+
+
+def emit_dot_loops(
+    b: ir.IRBuilder,
+    inst: Instruction,
+    lhs_gen: ElementGenerator,
+    rhs_gen: ElementGenerator,
+    finish: DotFinish,
+) -> None:
+    """The dot's loops; ``finish`` gets each output element (a fused epilogue applies here)."""
+    dims = inst.attrs
+    assert isinstance(dims, DotDims)
+    lhs_shape, rhs_shape = (op.array_shape for op in inst.operands)
+    out = inst.array_shape
     acc_dtype = PrimitiveType.F32 if out.dtype is PrimitiveType.F16 else out.dtype
     acc = entry_alloca(b, register_type(acc_dtype), "acc")
     contracting = [lhs_shape.dims[d] for d in dims.lhs_contracting]
@@ -31,12 +51,12 @@ def emit_dot_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
         b.store(scalar_constant(register_type(acc_dtype), 0), acc)
         lhs_at, rhs_at = _operand_index_builders(dims, lhs_shape, rhs_shape, out_index)
         with loop_nest(b, contracting, "k") as k_index:
-            lhs = convert(b, io.operands[0](b, lhs_at(k_index)), out.dtype, acc_dtype)
-            rhs = convert(b, io.operands[1](b, rhs_at(k_index)), out.dtype, acc_dtype)
+            lhs = convert(b, lhs_gen(b, lhs_at(k_index)), out.dtype, acc_dtype)
+            rhs = convert(b, rhs_gen(b, rhs_at(k_index)), out.dtype, acc_dtype)
             total = b.load(acc, typ=acc.allocated_type)
             b.store(_multiply_add(b, acc_dtype, total, lhs, rhs), acc)
         result = convert(b, b.load(acc, typ=acc.allocated_type), acc_dtype, out.dtype)
-        store_element(b, result, io.outputs[0], out, out_index)
+        finish(b, result, out_index)
 
 
 IndexMap = Callable[[Sequence[ir.Value]], list[ir.Value]]

@@ -30,6 +30,7 @@ from aotc.hlo.ir import (
     ELEMENTWISE,
     Computation,
     Dimensions,
+    GatherAttrs,
     Instruction,
     IotaAttrs,
     Opcode,
@@ -272,6 +273,59 @@ def _concat_piece(
     shifted = list(index)
     shifted[dim] = b.sub(index[dim], i64(start)) if start else index[dim]
     return generator(b, shifted)
+
+
+@_makes(Opcode.GATHER)
+def _gather(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    """Load the index vector of the output's batch position, clamp it, add the offsets.
+
+    Clamping each start to ``[0, operand_dim - slice_size]`` (as XLA does) means no index
+    value, however wrong, makes the kernel read outside the operand.
+    """
+    g = inst.attrs
+    assert isinstance(g, GatherAttrs)
+    source, indices = operands
+    batch_dims = [d for d in range(inst.array_shape.rank) if d not in g.offset_dims]
+    kept = [
+        d
+        for d in range(len(g.slice_sizes))
+        if d not in g.collapsed_slice_dims and d not in g.operand_batching_dims
+    ]
+
+    def generate(b: ir.IRBuilder, index: Index) -> ir.Value:
+        batch = [index[d] for d in batch_dims]
+        position = _gather_starts(b, inst, indices, batch)
+        for j, d in enumerate(kept):
+            position[d] = b.add(position[d], index[g.offset_dims[j]])
+        return source(b, position)
+
+    return generate
+
+
+def _gather_starts(
+    b: ir.IRBuilder, inst: Instruction, indices: ElementGenerator, batch: Index
+) -> list[ir.Value]:
+    """The clamped start of the slice for one batch position, per operand dimension."""
+    g = inst.attrs
+    assert isinstance(g, GatherAttrs)
+    operand_dims = inst.operands[0].array_shape.dims
+    index_shape = inst.operands[1].array_shape
+    starts: list[ir.Value] = [i64(0)] * len(operand_dims)
+    for k, d in enumerate(g.start_index_map):
+        where = list(batch)
+        if g.index_vector_dim < index_shape.rank:
+            where.insert(g.index_vector_dim, i64(k))
+        start = convert(b, indices(b, where), index_shape.dtype, PrimitiveType.S64)
+        starts[d] = _clamp_index(b, start, operand_dims[d] - g.slice_sizes[d])
+    for o, i in zip(g.operand_batching_dims, g.start_indices_batching_dims, strict=True):
+        starts[o] = batch[i if i < g.index_vector_dim else i - 1]
+    return starts
+
+
+def _clamp_index(b: ir.IRBuilder, value: ir.Value, high: int) -> ir.Value:
+    """``min(max(value, 0), high)`` on signed i64."""
+    low = b.select(b.icmp_signed("<", value, i64(0)), i64(0), value)
+    return b.select(b.icmp_signed(">", low, i64(high)), i64(high), low)
 
 
 # ---- kernels and scalar computations ---------------------------------------------------------

@@ -1,0 +1,5 @@
+"""``python -m aotc``: the same as the ``aotc`` command."""
+
+from aotc.cli import main
+
+main()

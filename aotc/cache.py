@@ -1,0 +1,186 @@
+"""The compilation cache: unchanged model + config + target + aotc version -> the same artifacts.
+
+The key is a SHA-256 over everything that decides the output: the input's bytes (a GraphDef or
+HLO file; for a SavedModel directory ``saved_model.pb`` and every file under ``variables/``),
+the config file's bytes (the explicit one, or the ``.yaml`` sibling aotc would pick up), the
+target overrides, the SavedModel options, the host (``"host"`` targets resolve to this
+machine's cpu and features) and the aotc version.
+
+``MemoryCache`` keeps values for the life of the process. ``DiskCache`` stores one file per key
+under a folder (default: ``$AOTC_CACHE_DIR``, else ``$XDG_CACHE_HOME/aotc``, else
+``~/.cache/aotc``): written to a temporary name and renamed, so concurrent writers never expose
+a partial file; each file carries a checksum, and an entry that is truncated, corrupt or from an
+incompatible aotc is ignored (and deleted) so the model is rebuilt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aotc import __version__
+from aotc.codegen.compile import CompiledModel
+from aotc.codegen.target import TargetSpec, resolve_target
+from aotc.driver import TargetOverrides, compile_graph
+from aotc.frontend.signature import default_config_path
+from aotc.frontend.sources import SourceOptions
+
+FORMAT = b"AOTCCACHE1\n"
+_DIGEST_BYTES = 32
+
+
+def default_cache_dir() -> Path:
+    """``$AOTC_CACHE_DIR``, else ``$XDG_CACHE_HOME/aotc``, else ``~/.cache/aotc``."""
+    if os.environ.get("AOTC_CACHE_DIR"):
+        return Path(os.environ["AOTC_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aotc"
+
+
+def cache_key(
+    model_path: str | Path,
+    config_path: str | Path | None = None,
+    target: TargetOverrides | None = None,
+    options: SourceOptions | None = None,
+) -> str:
+    """The hex SHA-256 that names this compilation's cache entry."""
+    h = hashlib.sha256()
+    parts = _key_parts(
+        Path(model_path), config_path, target or TargetOverrides(), options or SourceOptions()
+    )
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))  # length-prefixed: parts cannot run together
+        h.update(part)
+    return h.hexdigest()
+
+
+def _key_parts(
+    path: Path, config_path: str | Path | None, target: TargetOverrides, options: SourceOptions
+) -> list[bytes]:
+    config = Path(config_path) if config_path else default_config_path(path)
+    host = resolve_target(TargetSpec())
+    meta = repr((__version__, FORMAT, vars(target), options.key(), vars(host), config is None))
+    parts = [meta.encode()]
+    for name, data in _input_files(path):
+        parts += [name.encode(), data]
+    if config is not None:
+        parts.append(_read(config))
+    return parts
+
+
+def _input_files(path: Path) -> list[tuple[str, bytes]]:
+    if not path.is_dir():
+        return [("", _read(path))]
+    files = [path / "saved_model.pb", path / "saved_model.pbtxt"]
+    variables = path / "variables"
+    if variables.is_dir():
+        files += sorted(p for p in variables.rglob("*") if p.is_file())
+    return [(str(p.relative_to(path)), _read(p)) for p in files if p.is_file()]
+
+
+def _read(path: Path) -> bytes:
+    # An unreadable input is not the cache's business: the compile reports it properly.
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        return f"<unreadable: {type(e).__name__}>".encode()
+
+
+class MemoryCache:
+    """Values by key for the life of the process."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any | None:
+        return self._entries.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        self._entries[key] = value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class DiskCache:
+    """Compiled models in files named by key under ``folder``."""
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else default_cache_dir()
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.aotc"
+
+    def get(self, key: str) -> CompiledModel | None:
+        """The stored model, or None when missing, unreadable, corrupt or incompatible."""
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        model = _decode(data)
+        if model is None:
+            path.unlink(missing_ok=True)  # a broken entry: drop it so it gets rebuilt
+        return model
+
+    def put(self, key: str, model: CompiledModel) -> None:
+        """Store ``model`` atomically; a cache that cannot be written is skipped silently."""
+        path = self.path(key)
+        try:
+            data = _encode(model)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            return
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _encode(model: CompiledModel) -> bytes:
+    # Fields by name, not the object: a CompiledModel that gained a field still loads old ones.
+    fields = {f.name: getattr(model, f.name) for f in dataclasses.fields(model)}
+    payload = pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
+    return FORMAT + hashlib.sha256(payload).digest() + payload
+
+
+def _decode(data: bytes) -> CompiledModel | None:
+    header, rest = data[: len(FORMAT)], data[len(FORMAT) :]
+    digest, payload = rest[:_DIGEST_BYTES], rest[_DIGEST_BYTES:]
+    if header != FORMAT or hashlib.sha256(payload).digest() != digest:
+        return None
+    try:
+        return CompiledModel(**pickle.loads(payload))
+    except Exception:  # an entry from an incompatible aotc build: treat it as missing
+        return None
+
+
+def compile_cached(
+    model_path: str | Path,
+    config_path: str | Path | None = None,
+    target: TargetOverrides | None = None,
+    options: SourceOptions | None = None,
+    cache: DiskCache | None = None,
+    compile_fn: Callable[..., CompiledModel] = compile_graph,
+) -> tuple[CompiledModel, bool]:
+    """Compile through ``cache`` (None: no cache); returns the model and whether it was a hit."""
+    target, options = target or TargetOverrides(), options or SourceOptions()
+    if cache is None:
+        return compile_fn(model_path, config_path, target, options), False
+    key = cache_key(model_path, config_path, target, options)
+    model = cache.get(key)
+    if model is not None:
+        return model, True
+    model = compile_fn(model_path, config_path, target, options)
+    cache.put(key, model)
+    return model, False

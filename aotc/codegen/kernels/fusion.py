@@ -1,0 +1,141 @@
+"""The fused emitter: one loop nest per ``fusion`` instruction, values kept in registers.
+
+The fused computation's instructions are composed into element generators (``elemental.py``),
+the parameters being the fusion operands' generators; nothing in between is stored. The plan
+(``aotc/passes/fusion_plan.py``) says which loop structure to emit:
+
+* loop: one loop nest over the root's shape (a root reduce: the reduce kernel, its operand
+  generated on the fly);
+* row: a loop over the kept dimensions ``K``; per row, each cached member (inner reduces and
+  the elementwise ops on them) is computed once into a register, then the root's remaining
+  dimensions are looped over, reading the cached values through the boundary broadcasts;
+* output: the dot kernel's loops, with the elementwise epilogue applied to each accumulated
+  element before the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import register_type, store_element
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.dot import emit_dot_loops
+from aotc.codegen.kernels.elemental import (
+    emit_scalar_computation,
+    emit_store_loop,
+    make_generator,
+)
+from aotc.codegen.kernels.reduce import emit_reduce_kernel
+from aotc.codegen.loops import entry_alloca, loop_nest
+from aotc.errors import CodegenError
+from aotc.hlo.ir import Computation, Instruction, Opcode, parameter_number
+from aotc.passes.fusion_plan import FusionPlan, plan_computation
+
+Generators = dict[int, ElementGenerator]
+Cells = dict[int, ir.Value]
+
+
+def emit_fusion_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
+    """Emit the loops of a ``fusion`` instruction (see the module docstring)."""
+    comp = io.inst.called[0]
+    plan = plan_computation(comp)
+    if plan is None:
+        raise CodegenError(f"fusion %{io.inst.name} calls {comp.name}, which cannot be emitted")
+    if plan.dot is not None:
+        _emit_output_fusion(b, io, comp, plan.dot)
+    elif plan.cached:
+        _emit_row_fusion(b, io, comp, plan)
+    else:
+        _emit_loop_fusion(b, io, comp)
+
+
+def _generators(
+    comp: Computation, params: Sequence[ElementGenerator], special: Generators
+) -> Generators:
+    """Generators of every instruction but reduces; ``special`` ones are given."""
+    gens: Generators = {}
+    for inst in comp.post_order():
+        if id(inst) in special:
+            gens[id(inst)] = special[id(inst)]
+        elif inst.opcode is Opcode.PARAMETER:
+            gens[id(inst)] = params[parameter_number(inst)]
+        elif inst.opcode not in (Opcode.REDUCE, Opcode.DOT):
+            gens[id(inst)] = make_generator(inst, [gens[id(op)] for op in inst.operands])
+    return gens
+
+
+def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
+    gens = _generators(comp, io.operands, {})
+    root = comp.root
+    if root.opcode is Opcode.REDUCE:
+        operands = [gens[id(op)] for op in root.operands]
+        emit_reduce_kernel(b, KernelIO(root, io.outputs, operands))
+        return
+    emit_store_loop(b, gens[id(root)], io.outputs[0], root.array_shape)
+
+
+def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: Instruction) -> None:
+    current: Cells = {}
+    gens = _generators(comp, io.operands, {id(dot): _cell_reader(current, dot)})
+    root = comp.root
+
+    def finish(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> None:
+        current[id(dot)] = value
+        store_element(b, gens[id(root)](b, index), io.outputs[0], root.array_shape, index)
+
+    lhs, rhs = (gens[id(op)] for op in dot.operands)
+    emit_dot_loops(b, dot, lhs, rhs, finish)
+
+
+def _cell_reader(cells: Cells, inst: Instruction) -> ElementGenerator:
+    """The generator of a value computed earlier in the loop: the index is already fixed."""
+    return lambda b, index: cells[id(inst)]
+
+
+# ---- row fusions -----------------------------------------------------------------------------
+
+
+def _emit_row_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, plan: FusionPlan) -> None:
+    cells: Cells = {}
+    gens = _generators(comp, io.operands, {id(m): _cell_reader(cells, m) for m in plan.cached})
+    root = comp.root
+    shape = root.array_shape
+    k = plan.row_rank
+    row_dims = plan.cached[0].array_shape.dims
+    with loop_nest(b, row_dims, "row") as row:
+        for member in plan.cached:
+            cells[id(member)] = _row_value(b, member, gens, row)
+        if root.opcode is Opcode.REDUCE:
+            store_element(b, _fold_row(b, root, gens, row), io.outputs[0], shape, row)
+        elif shape.rank == k:
+            store_element(b, gens[id(root)](b, row), io.outputs[0], shape, row)
+        else:
+            with loop_nest(b, shape.dims[k:], "col") as col:
+                index = [*row, *col]
+                store_element(b, gens[id(root)](b, index), io.outputs[0], shape, index)
+
+
+def _row_value(
+    b: ir.IRBuilder, member: Instruction, gens: Generators, row: Sequence[ir.Value]
+) -> ir.Value:
+    if member.opcode is Opcode.REDUCE:
+        return _fold_row(b, member, gens, row)
+    generator = make_generator(member, [gens[id(op)] for op in member.operands])
+    return generator(b, row)
+
+
+def _fold_row(
+    b: ir.IRBuilder, reduce: Instruction, gens: Generators, row: Sequence[ir.Value]
+) -> ir.Value:
+    """Fold the trailing (reduced) dimensions of ``reduce``'s operand at ``row``."""
+    data, init = reduce.operands
+    acc = entry_alloca(b, register_type(reduce.array_shape.dtype), "acc")
+    b.store(gens[id(init)](b, []), acc)
+    reduced = data.array_shape.dims[len(row) :]
+    with loop_nest(b, reduced, "r") as r:
+        element = gens[id(data)](b, [*row, *r])
+        total = b.load(acc, typ=acc.allocated_type)
+        b.store(emit_scalar_computation(b, reduce.called[0], [total, element])[0], acc)
+    return b.load(acc, typ=acc.allocated_type)

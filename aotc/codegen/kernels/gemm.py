@@ -1,0 +1,302 @@
+"""A packed, cache-blocked, register-tiled f32 GEMM emitted as LLVM IR with explicit vectors.
+
+``emit_gemm`` adds an internal function ``void name(ptr C, ptr A, ptr B, ptr scratch,
+ptr extra...)`` computing ``C[M,N] = A[M,K] @ B[K,N]`` (all row-major, static shapes) to a
+module. The loop nest is BLIS's: ``jc`` (NC columns) > ``pc`` (KC of K; pack B) > ``ic`` (MC
+rows; pack A) > ``jr`` (NR) > ``ir`` (MR) > micro-kernel. Each loop runs over its full blocks,
+then once more for a shorter last block specialized at compile time, so edges cost no runtime
+checks: packing pads with zeros and the tile store writes only the valid part.
+
+B is either a runtime pointer (packed per block into scratch) or a compile-time constant
+pre-packed by ``gemm_plan.pack_b`` (the caller emits those bytes as a read-only global and
+passes its address). ``M == 1`` takes a GEMV path that streams B once with ``nv`` vector
+accumulators and no packing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import F32, I1, PTR, VOID, i64
+from aotc.codegen.kernels.gemm_plan import GemmPlan, a_scratch_bytes, round_up
+from aotc.codegen.kernels.gemm_tile import (
+    Epilogue,
+    StepFn,
+    TileTarget,
+    fma_step,
+    gep,
+    k_loop,
+    load_vector,
+    offset,
+    store_tile,
+    tile_pieces,
+)
+from aotc.codegen.loops import for_range, function_builder
+from aotc.codegen.vector import VectorInfo, allow_wide_vectors
+
+TRUE = ir.Constant(I1, 1)
+FALSE = ir.Constant(I1, 0)
+FIXED_ARGS = 4  # C, A, B, scratch
+
+
+@dataclass(frozen=True)
+class GemmOptions:
+    """How the function is called: constant pre-packed B or not, epilogue and its operands."""
+
+    b_packed: bool = False
+    epilogue: Epilogue | None = None
+    extra_args: int = 0  # trailing ptr arguments the epilogue reads (see ``extra_args``)
+
+
+def extra_args(b: ir.IRBuilder, count: int) -> list[ir.Value]:
+    """The epilogue's ``count`` extra pointer arguments, inside whichever function it runs."""
+    args = b.function.args
+    return list(args[len(args) - count :])
+
+
+def emit_gemm(
+    module: ir.Module, name: str, plan: GemmPlan, info: VectorInfo, options: GemmOptions
+) -> ir.Function:
+    """Add the internal GEMM function ``name`` for ``plan`` to ``module`` and return it."""
+    fn = _new_function(module, name, FIXED_ARGS + options.extra_args)
+    allow_wide_vectors(fn, info)
+    b = function_builder(fn)
+    c, a, b_ptr, scratch, *_ = fn.args
+    if plan.gemv:
+        _emit_gemv(b, plan, options, (c, a, b_ptr))
+    else:
+        _Gemm(module, name, plan, info, options, b).emit(c, a, b_ptr, scratch)
+    b.ret_void()
+    return fn
+
+
+def _new_function(module: ir.Module, name: str, n_args: int) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * n_args), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    for arg in fn.args[:FIXED_ARGS]:
+        arg.add_attribute("noalias")
+    return fn
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One block of a blocked loop: its index (``i64``), static length and position flags."""
+
+    index: ir.Value
+    size: int
+    first: ir.Value
+    last: ir.Value
+
+
+def _each_block(b: ir.IRBuilder, total: int, size: int, name: str) -> Iterator[_Block]:
+    """The full blocks as one loop, then the short last block; the body is emitted per kind.
+
+    The caller's loop body runs once per kind of block with the builder inside that block's
+    code, so block sizes are compile-time constants there.
+    """
+    full, rem = divmod(total, size)
+    if full > 1:
+        with for_range(b, full, name) as i:
+            last = FALSE if rem else b.icmp_unsigned("==", i, i64(full - 1))
+            yield _Block(i, size, b.icmp_unsigned("==", i, i64(0)), last)
+    elif full == 1:
+        yield _Block(i64(0), size, TRUE, FALSE if rem else TRUE)
+    if rem:
+        yield _Block(i64(full), rem, TRUE if full == 0 else FALSE, TRUE)
+
+
+class _Gemm:
+    """Emits the blocked loop nest of one GEMM function and its micro-kernels."""
+
+    def __init__(
+        self,
+        module: ir.Module,
+        name: str,
+        plan: GemmPlan,
+        info: VectorInfo,
+        options: GemmOptions,
+        b: ir.IRBuilder,
+    ) -> None:
+        self.module, self.name, self.plan, self.info = module, name, plan, info
+        self.options, self.b = options, b
+        self.kernels: dict[tuple[int, int, int], ir.Function] = {}
+
+    def emit(self, c: ir.Value, a: ir.Value, b_src: ir.Value, scratch: ir.Value) -> None:
+        p, b = self.plan, self.b
+        a_pack = scratch
+        b_pack = gep(b, scratch, a_scratch_bytes(p) // 4)
+        for jb in _each_block(b, p.n, p.nc, "jc"):
+            nc_pad = round_up(jb.size, p.nr)
+            for pb in _each_block(b, p.k, p.kc, "pc"):
+                if self.options.b_packed:
+                    block = offset(b, (jb.index, p.k * p.nc), (pb.index, p.kc * nc_pad))
+                    bp = gep(b, b_src, block)
+                else:
+                    self._pack_b(b_src, b_pack, jb, pb)
+                    bp = b_pack
+                for ib in _each_block(b, p.m, p.mc, "ic"):
+                    self._pack_a(a, a_pack, ib, pb)
+                    self._tiles(c, a_pack, bp, jb, pb, ib)
+
+    def _tiles(
+        self, c: ir.Value, ap: ir.Value, bp: ir.Value, jb: _Block, pb: _Block, ib: _Block
+    ) -> None:
+        """The ``jr``/``ir`` loops over register tiles of one packed block pair."""
+        p, b = self.plan, self.b
+        extras = extra_args(b, self.options.extra_args)
+        for rb in _each_block(b, jb.size, p.nr, "jr"):
+            for qb in _each_block(b, ib.size, p.mr, "ir"):
+                kernel = self._kernel(qb.size, rb.size, pb.size)
+                row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
+                col = offset(b, (jb.index, p.nc), (rb.index, p.nr))
+                args = [
+                    gep(b, ap, offset(b, (qb.index, p.mr * pb.size))),
+                    gep(b, bp, offset(b, (rb.index, p.nr * pb.size))),
+                    gep(b, c, offset(b, (row, p.n), (col, 1))),
+                    row,
+                    col,
+                    pb.first,
+                    pb.last,
+                    *extras,
+                ]
+                b.call(kernel, args)
+
+    def _kernel(self, rows: int, cols: int, kc: int) -> ir.Function:
+        key = (rows, cols, kc)
+        if key not in self.kernels:
+            self.kernels[key] = self._emit_kernel(rows, cols, kc)
+        return self.kernels[key]
+
+    def _emit_kernel(self, rows: int, cols: int, kc: int) -> ir.Function:
+        """The micro-kernel for a ``rows x cols`` tile (of ``mr x nr``) over ``kc`` steps."""
+        p = self.plan
+        fn_type = ir.FunctionType(VOID, [PTR, PTR, PTR, *[ir.IntType(64)] * 2, I1, I1])
+        fn_type = ir.FunctionType(VOID, [*fn_type.args, *[PTR] * self.options.extra_args])
+        fn = ir.Function(self.module, fn_type, f"{self.name}.tile{rows}x{cols}k{kc}")
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("noinline")  # one copy per tile kind; inlining only bloats callers
+        allow_wide_vectors(fn, self.info)
+        for arg in fn.args[:3]:
+            arg.add_attribute("noalias")
+        ap, bp, c, row, col, first, last = fn.args[:7]
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+        def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+            a_row = gep(b, ap, offset(b, (k, p.mr)))
+            b_row = gep(b, bp, offset(b, (k, p.nr)))
+            scalars = [b.load(gep(b, a_row, r), typ=F32, align=4) for r in range(rows)]
+            vecs = [load_vector(b, gep(b, b_row, v * p.vw), p.vw, p.vw) for v in range(p.nv)]
+            return scalars, vecs
+
+        accs = k_loop(b, kc, rows, p.nv, p.vw, step)
+        dst = TileTarget(c, p.n, row, col, first, last, self.options.epilogue)
+        store_tile(b, accs, tile_pieces(rows, p.nv, p.vw, cols), dst)
+        b.ret_void()
+        return fn
+
+    def _pack_a(self, a: ir.Value, dst: ir.Value, ib: _Block, pb: _Block) -> None:
+        """A[ic : ic+mc, pc : pc+kc] -> ``[mc/mr][kc][mr]`` panels, zero rows past the block."""
+        p, b = self.plan, self.b
+        for qb in _each_block(b, ib.size, p.mr, "pa"):
+            src_row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
+            panel = gep(b, dst, offset(b, (qb.index, p.mr * pb.size)))
+            src = gep(b, a, offset(b, (src_row, p.k), (pb.index, p.kc)))
+            with for_range(b, pb.size, "pak") as k:
+                out = gep(b, panel, offset(b, (k, p.mr)))
+                for r in range(p.mr):
+                    value = (
+                        b.load(gep(b, src, offset(b, (k, 1), r * p.k)), typ=F32, align=4)
+                        if r < qb.size
+                        else ir.Constant(F32, 0.0)
+                    )
+                    b.store(value, gep(b, out, r), align=4)
+
+    def _pack_b(self, src: ir.Value, dst: ir.Value, jb: _Block, pb: _Block) -> None:
+        """B[pc : pc+kc, jc : jc+nc] -> ``[nc/nr][kc][nr]`` panels, zero columns past N."""
+        p, b = self.plan, self.b
+        for rb in _each_block(b, jb.size, p.nr, "pb"):
+            col = offset(b, (jb.index, p.nc), (rb.index, p.nr))
+            panel = gep(b, dst, offset(b, (rb.index, p.nr * pb.size)))
+            with for_range(b, pb.size, "pbk") as k:
+                row = gep(b, src, offset(b, (pb.index, p.kc * p.n), (k, p.n), (col, 1)))
+                out = gep(b, panel, offset(b, (k, p.nr)))
+                for v in range(p.nv):
+                    lanes = min(p.vw, rb.size - v * p.vw)
+                    vec = (
+                        load_vector(b, gep(b, row, v * p.vw), lanes, p.vw)
+                        if lanes > 0
+                        else ir.Constant(ir.VectorType(F32, p.vw), [0.0] * p.vw)
+                    )
+                    b.store(vec, gep(b, out, v * p.vw), align=4)
+
+
+def _emit_gemv(
+    b: ir.IRBuilder, p: GemmPlan, options: GemmOptions, ptrs: tuple[ir.Value, ir.Value, ir.Value]
+) -> None:
+    """``C[1,N] = A[1,K] @ B``: per panel of ``nr`` columns, stream K rows of B."""
+    c, a, b_src = ptrs
+    if not options.b_packed:
+        _emit_gemv_rows(b, p, options, ptrs)
+        return
+    for rb in _each_block(b, p.n, p.nr, "gv"):
+        nv = -(-rb.size // p.vw)
+        step = _gemv_step(p, options.b_packed, a, b_src, rb, nv)
+        col = offset(b, (rb.index, p.nr))
+        accs = k_loop(b, p.k, 1, nv, p.vw, step)
+        dst = TileTarget(gep(b, c, col), p.n, i64(0), col, TRUE, TRUE, options.epilogue)
+        store_tile(b, accs, tile_pieces(1, nv, p.vw, rb.size), dst)
+
+
+GEMV_ROWS = 4
+
+
+def _emit_gemv_rows(
+    b: ir.IRBuilder, p: GemmPlan, options: GemmOptions, ptrs: tuple[ir.Value, ir.Value, ir.Value]
+) -> None:
+    """GEMV on a runtime row-major B: sweep ``GEMV_ROWS`` rows of B at a time across N.
+
+    Walking a column panel down K would stride N floats per step and defeat the hardware
+    prefetchers (they stop at page boundaries); a few rows side by side are a few sequential
+    streams. C holds the partial sums between sweeps (it stays in L1/L2 for a GEMV).
+    """
+    c, a, b_src = ptrs
+    for gb in _each_block(b, p.k, GEMV_ROWS, "gk"):
+        k0 = offset(b, (gb.index, GEMV_ROWS))
+        a_vals = [
+            b.load(gep(b, a, offset(b, (k0, 1), r)), typ=F32, align=4) for r in range(gb.size)
+        ]
+        for rb in _each_block(b, p.n, p.nr, "gn"):
+            col = offset(b, (rb.index, p.nr))
+            nv = -(-rb.size // p.vw)
+            zero = ir.Constant(ir.VectorType(F32, p.vw), [0.0] * p.vw)
+            accs = [[zero] * nv]
+            for r, a_value in enumerate(a_vals):
+                row = gep(b, b_src, offset(b, (k0, p.n), (col, 1), r * p.n))
+                lanes = [min(p.vw, rb.size - v * p.vw) for v in range(nv)]
+                vecs = [load_vector(b, gep(b, row, v * p.vw), n, p.vw) for v, n in enumerate(lanes)]
+                accs = fma_step(b, accs, [a_value], vecs)
+            dst = TileTarget(gep(b, c, col), p.n, i64(0), col, gb.first, gb.last, options.epilogue)
+            store_tile(b, accs, tile_pieces(1, nv, p.vw, rb.size), dst)
+
+
+def _gemv_step(
+    p: GemmPlan, packed: bool, a: ir.Value, b_src: ir.Value, rb: _Block, nv: int
+) -> StepFn:
+    """One K step of GEMV: a[k] and the ``nv`` vectors of B's row k in this panel."""
+    # packed panels are zero-padded to whole vectors; runtime B ends exactly at N
+    lanes = [p.vw if packed else min(p.vw, rb.size - v * p.vw) for v in range(nv)]
+
+    def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+        if packed:
+            row = gep(b, b_src, offset(b, (rb.index, p.k * p.nr), (k, p.nr)))
+        else:
+            row = gep(b, b_src, offset(b, (k, p.n), (rb.index, p.nr)))
+        vecs = [load_vector(b, gep(b, row, v * p.vw), n, p.vw) for v, n in enumerate(lanes)]
+        return [b.load(gep(b, a, k), typ=F32, align=4)], vecs
+
+    return step

@@ -1,0 +1,139 @@
+"""Run a compiled model in this process: llvmlite's MCJIT on the model's own LLVM IR.
+
+``JitModel.from_compiled(model)`` takes a ``CompiledModel`` (its ``llvm_ir`` is exactly the
+optimized IR that became ``object_bytes``), JIT-compiles it for the host and calls the exported
+``<name>_run_buffers`` entry through ctypes::
+
+    model = compile_graph("mlp.pb", "mlp.yaml")
+    jit = JitModel.from_compiled(model)
+    (probs,) = jit(np.zeros((1, 784), np.float32))
+
+Each call allocates its result arrays and a fresh ``ALIGN``-aligned temp buffer with numpy, so
+one ``JitModel`` may be called from several threads at once (the generated code has no global
+mutable state). Arguments must match the signature exactly: same dtype, same shape, no silent
+casts; a mismatch is an ``ArgumentError`` naming the argument.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from aotc.codegen.compile import CompiledModel
+from aotc.codegen.interface import TensorInfo
+from aotc.codegen.target import create_target_machine, resolve_target
+from aotc.errors import ArgumentError, CodegenError
+
+# The generated code assumes this alignment of the temp buffer (the header's <NAME>_ALIGN).
+ALIGN = 64
+
+_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """An argument or result of a JIT-compiled model as numpy sees it."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @classmethod
+    def of(cls, info: TensorInfo) -> TensorSpec:
+        return cls(info.name, np.dtype(info.shape.dtype.numpy), tuple(info.shape.dims))
+
+    def describe(self) -> str:
+        """``x: float32[1,784]``, the way the C header comments name tensors."""
+        return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+class JitModel:
+    """A compiled model loaded into this process; call it with numpy arrays."""
+
+    def __init__(self, model: CompiledModel) -> None:
+        _check_host_target(model)
+        self.name = model.name
+        self.args = [TensorSpec.of(a) for a in model.args]
+        self.results = [TensorSpec.of(r) for r in model.results]
+        self.temp_bytes = model.temp_bytes
+        self._engine = _create_engine(model)
+        address = self._engine.get_function_address(f"{model.name}_run_buffers")
+        if not address:
+            raise CodegenError(f"JIT: entry point {model.name}_run_buffers not found")
+        self._entry = _ENTRY_TYPE(address)
+
+    @classmethod
+    def from_compiled(cls, model: CompiledModel) -> JitModel:
+        """JIT-compile ``model``; it must have been compiled for the host (the default)."""
+        return cls(model)
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        """Run the model on ``arrays`` (one per argument, in order); returns new result arrays."""
+        args = self.check_arguments(arrays)
+        results = [np.empty(r.shape, r.dtype) for r in self.results]
+        temp = aligned_empty(self.temp_bytes)
+        code = self._entry(_pointers(args), _pointers(results), temp.ctypes.data)
+        if code != 0:
+            raise CodegenError(f"{self.name}_run_buffers returned {code}")
+        return results
+
+    def check_arguments(self, arrays: Sequence[object]) -> list[np.ndarray]:
+        """C-contiguous views of ``arrays``; ArgumentError on a wrong count, dtype or shape."""
+        if len(arrays) != len(self.args):
+            names = ", ".join(a.describe() for a in self.args)
+            raise ArgumentError(
+                f"{self.name} takes {len(self.args)} argument(s) ({names}); got {len(arrays)}"
+            )
+        return [_checked(spec, array) for spec, array in zip(self.args, arrays, strict=True)]
+
+
+def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
+    """An uninitialized uint8 array of ``nbytes`` (at least 1, so that even an empty temp
+    buffer has a real, aligned address) whose data starts on an ``align`` boundary."""
+    size = max(nbytes, 1)
+    raw = np.empty(size + align, dtype=np.uint8)
+    offset = -raw.ctypes.data % align
+    return raw[offset : offset + size]
+
+
+def _checked(spec: TensorSpec, array: object) -> np.ndarray:
+    if not isinstance(array, np.ndarray | np.generic):
+        raise ArgumentError(f"argument {spec.describe()}: expected a numpy array, got {array!r}")
+    array = np.asarray(array)
+    if array.dtype != spec.dtype:
+        raise ArgumentError(f"argument {spec.describe()}: got dtype {array.dtype}; cast it first")
+    if array.shape != spec.shape:
+        raise ArgumentError(f"argument {spec.describe()}: got shape {list(array.shape)}")
+    return np.ascontiguousarray(array)
+
+
+def _pointers(arrays: Sequence[np.ndarray]) -> ctypes.Array[ctypes.c_void_p]:
+    # The arrays outlive the call (the caller holds them), so raw addresses are safe here.
+    table = (ctypes.c_void_p * max(len(arrays), 1))()
+    for i, array in enumerate(arrays):
+        table[i] = array.ctypes.data
+    return table
+
+
+def _check_host_target(model: CompiledModel) -> None:
+    host = resolve_target(type(model.target)())
+    if model.target.triple.split("-")[0] != host.triple.split("-")[0]:
+        raise CodegenError(
+            f"{model.name} was compiled for {model.target.triple}; the JIT runs only code "
+            f"for this machine ({host.triple}): compile for the host target"
+        )
+
+
+def _create_engine(model: CompiledModel) -> llvm.ExecutionEngine:
+    tm, _ = create_target_machine(model.target)
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly(model.llvm_ir)
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, tm)
+    engine.finalize_object()
+    return engine

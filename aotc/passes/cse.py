@@ -1,0 +1,64 @@
+"""Common subexpression elimination by structural equality."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import ClassVar
+
+from aotc.hlo.ir import Instruction, Module, Opcode
+from aotc.passes.rewrite import RewriteContext, rewrite_module
+
+#: Operand order does not matter for these (also for floats: IEEE a + b == b + a).
+COMMUTATIVE = frozenset({
+    Opcode.ADD, Opcode.MULTIPLY, Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.AND, Opcode.OR,
+    Opcode.XOR,
+})  # fmt: skip
+
+Key = tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class CSE:
+    """Replace an instruction by an earlier one with equal opcode, shape, operands (by
+    identity, in any order for commutative ops), attributes, literal bytes and callees.
+
+    Equal constants merge too; literals are compared by a digest of their bytes, so big
+    weights cost one hash each. Parameters never merge.
+    """
+
+    name: ClassVar[str] = "cse"
+
+    def run(self, module: Module) -> bool:
+        seen: dict[tuple[int, Key], Instruction] = {}
+
+        def merge(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+            key = structural_key(inst)
+            if key is None:
+                return None
+            return seen.setdefault((id(ctx.comp), key), inst)
+
+        return rewrite_module(module, merge)
+
+
+def structural_key(inst: Instruction) -> Key | None:
+    """A hashable key equal for structurally equal instructions; None for parameters."""
+    if inst.opcode is Opcode.PARAMETER:
+        return None
+    operands = [id(o) for o in inst.operands]
+    if inst.opcode in COMMUTATIVE:
+        operands.sort()
+    return (
+        inst.opcode,
+        inst.shape,
+        tuple(operands),
+        inst.attrs,
+        literal_digest(inst),
+        tuple(id(c) for c in inst.called),
+    )
+
+
+def literal_digest(inst: Instruction) -> bytes | None:
+    if inst.literal is None:
+        return None
+    return hashlib.blake2b(inst.literal.tobytes(), digest_size=20).digest()

@@ -1,0 +1,337 @@
+"""Which groups of instructions the fused emitter can compile, and how: the fusion *plan*.
+
+The fusion pass proposes groups (a root plus producers) and keeps a group only when
+``plan_group`` accepts it; the fused emitter (``aotc/codegen/kernels/fusion.py``) asks
+``plan_group`` again on the fused computation, so the two can never disagree.
+
+Three shapes of group are accepted:
+
+* **loop** (kLoop, or kInput when the root is a reduce): every member is computed element by
+  element from the root's index; a root reduce folds its operand's generated elements.
+* **row** (kInput): the group contains reduces that are not the root. All of them reduce the
+  trailing dimensions of their operand to the same kept shape ``K`` (rank ``k``). The kernel
+  loops over ``K``; for each row it first computes the *cached* members (the reduces and the
+  elementwise ops on ``K`` that consume them) once, then the rest of the root. A cached value
+  may only be read at the row index: by another cached member, by a *boundary* broadcast
+  ``broadcast(dimensions={0..k-1})`` whose users are index-preserving (elementwise) up to the
+  root or a reduce's operand, or by a root of shape ``K``. Softmax and layer norm become one
+  or two kernels this way.
+* **output** (kOutput): one dot whose only user is an elementwise chain up to the root; the dot
+  kernel applies that epilogue to each accumulated element before the store. The dot's
+  operands are fusion parameters, never fused.
+
+Expensive members (exp, divide, ...) must be computed once per element: never under an
+expanding broadcast, and never from two loops of a row group (the reduce loop and the outer
+loop) -- recomputing them there is not free the way a common subexpression in one loop is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from aotc.hlo.ir import (
+    ELEMENTWISE,
+    Computation,
+    Dimensions,
+    Instruction,
+    Opcode,
+    parameter_number,
+)
+
+#: Work that must not be recomputed for one element of its value.
+EXPENSIVE = frozenset({
+    Opcode.EXP, Opcode.EXPM1, Opcode.LOG, Opcode.LOG1P, Opcode.TANH, Opcode.LOGISTIC,
+    Opcode.ERF, Opcode.DIVIDE, Opcode.POWER, Opcode.SQRT, Opcode.RSQRT, Opcode.ATAN2,
+    Opcode.SINE, Opcode.COSINE, Opcode.REMAINDER, Opcode.DOT, Opcode.REDUCE,
+    Opcode.CONVOLUTION, Opcode.REDUCE_WINDOW,
+})  # fmt: skip
+
+#: Index remapping only: computing them per use costs an index computation and a load.
+DATA_MOVEMENT = frozenset({
+    Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.TRANSPOSE, Opcode.SLICE,
+    Opcode.CONCATENATE, Opcode.PAD, Opcode.REVERSE,
+})  # fmt: skip
+
+#: Opcodes a loop or row group may contain (the elemental emitter has generators for them).
+ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT}
+
+
+@dataclass(frozen=True)
+class FusionPlan:
+    """How to emit a group: its XLA fusion kind, and for row groups the cached members."""
+
+    kind: str  # kLoop, kInput, kOutput
+    row_rank: int = 0  # k: the number of leading root dimensions looped over per row
+    cached: tuple[Instruction, ...] = ()  # computed once per row, in post-order
+    dot: Instruction | None = None
+
+
+class _Group:
+    """The members of a proposed group with users restricted to the group."""
+
+    def __init__(self, members: Collection[Instruction], root: Instruction):
+        self.root = root
+        self.ids = {id(m) for m in members}
+        self.order = _post_order(members, root)
+        self.users: dict[int, list[Instruction]] = {id(m): [] for m in self.order}
+        for m in self.order:
+            for op in dict.fromkeys(m.operands):
+                if id(op) in self.ids:
+                    self.users[id(op)].append(m)
+
+    def has(self, inst: Instruction) -> bool:
+        return id(inst) in self.ids
+
+
+def _post_order(members: Collection[Instruction], root: Instruction) -> list[Instruction]:
+    ids = {id(m) for m in members}
+    sub = Computation("group", members, root)
+    return [i for i in sub.post_order() if id(i) in ids]
+
+
+def plan_computation(comp: Computation) -> FusionPlan | None:
+    """The plan of a fused computation (its parameters are not members)."""
+    members = [i for i in comp.instructions if i.opcode is not Opcode.PARAMETER]
+    return plan_group(members, comp.root)
+
+
+def plan_group(members: Collection[Instruction], root: Instruction) -> FusionPlan | None:
+    """How the fused emitter would compile ``members`` (including ``root``), or None."""
+    if any(m.is_tuple for m in members):
+        return None
+    group = _Group(members, root)
+    dots = [m for m in group.order if m.opcode is Opcode.DOT]
+    reduces = [m for m in group.order if m.opcode is Opcode.REDUCE]
+    if dots:
+        return _output_plan(group, dots) if not reduces else None
+    if any(not _elemental_or_reduce(m) for m in group.order):
+        return None
+    inner = [r for r in reduces if r is not root]
+    if not inner:
+        plan = FusionPlan("kInput" if reduces else "kLoop")
+    else:
+        plan_or_none = _row_plan(group, inner)
+        if plan_or_none is None:
+            return None
+        plan = plan_or_none
+    return plan if _expensive_ok(group, plan) else None
+
+
+def _elemental_or_reduce(inst: Instruction) -> bool:
+    if inst.opcode is Opcode.REDUCE:
+        return len(inst.operands) == 2
+    if inst.opcode is Opcode.CONSTANT:
+        return inst.array_shape.size == 1
+    return inst.opcode in ELEMENTAL
+
+
+# ---- output fusion ---------------------------------------------------------------------------
+
+
+def _output_plan(group: _Group, dots: list[Instruction]) -> FusionPlan | None:
+    if len(dots) != 1 or dots[0] is group.root:
+        return None
+    dot = dots[0]
+    if any(group.has(op) for op in dot.operands):
+        return None
+    if not _index_preserving_to(group, dot, lambda u: False):
+        return None
+    others = [m for m in group.order if m is not dot]
+    if any(not _elemental_or_reduce(m) or m.opcode is Opcode.REDUCE for m in others):
+        return None
+    plan = FusionPlan("kOutput", dot=dot)
+    return plan if _expensive_ok(group, plan) else None
+
+
+def _index_preserving_to(
+    group: _Group, start: Instruction, is_end: Callable[[Instruction], bool]
+) -> bool:
+    """Every path from ``start`` up to the root (or an ``is_end`` user) is elementwise."""
+    pending = [start]
+    while pending:
+        inst = pending.pop()
+        for user in group.users[id(inst)]:
+            if is_end(user):
+                continue
+            if user.opcode not in ELEMENTWISE or user.array_shape.dims != start.array_shape.dims:
+                return False
+            pending.append(user)
+    return True
+
+
+# ---- row groups ------------------------------------------------------------------------------
+
+
+def _row_plan(group: _Group, inner: list[Instruction]) -> FusionPlan | None:
+    k = inner[0].array_shape.rank
+    row_dims = inner[0].array_shape.dims
+    reduces = [m for m in group.order if m.opcode is Opcode.REDUCE]
+    if any(not _reduces_trailing(r, row_dims) for r in reduces):
+        return None
+    root_dims = group.root.array_shape.dims
+    if group.root.opcode is not Opcode.REDUCE and root_dims[:k] != row_dims:
+        return None
+    cached = _cached_members(group, inner, row_dims)
+    if not _cached_reads_ok(group, cached, k):
+        return None
+    return FusionPlan("kInput", row_rank=k, cached=tuple(m for m in group.order if m in cached))
+
+
+def _reduces_trailing(reduce: Instruction, row_dims: tuple[int, ...]) -> bool:
+    assert isinstance(reduce.attrs, Dimensions)
+    rank = reduce.operands[0].array_shape.rank
+    k = len(row_dims)
+    return reduce.array_shape.dims == row_dims and reduce.attrs.dimensions == tuple(range(k, rank))
+
+
+def _cached_members(
+    group: _Group, inner: list[Instruction], row_dims: tuple[int, ...]
+) -> set[Instruction]:
+    """The inner reduces and the elementwise ops on the row shape computed from them."""
+    cached: set[Instruction] = set(inner)
+    changed = True
+    while changed:
+        changed = False
+        for m in group.order:
+            if m in cached or m is group.root or m.opcode not in ELEMENTWISE:
+                continue
+            if m.array_shape.dims == row_dims and any(op in cached for op in m.operands):
+                cached.add(m)
+                changed = True
+    return cached
+
+
+def _cached_reads_ok(group: _Group, cached: set[Instruction], k: int) -> bool:
+    row_root = group.root.opcode is not Opcode.REDUCE and group.root.array_shape.rank == k
+    for m in cached:
+        for user in group.users[id(m)]:
+            if user in cached or (user is group.root and row_root):
+                continue
+            if not _is_boundary(user, k) or not _boundary_reads_row(group, user):
+                return False
+    return True
+
+
+def _is_boundary(inst: Instruction, k: int) -> bool:
+    return (
+        inst.opcode is Opcode.BROADCAST
+        and isinstance(inst.attrs, Dimensions)
+        and inst.attrs.dimensions == tuple(range(k))
+    )
+
+
+def _boundary_reads_row(group: _Group, broadcast: Instruction) -> bool:
+    """The broadcast is read at an index whose first k entries are the row index."""
+
+    def reads_input(user: Instruction) -> bool:
+        return user.opcode is Opcode.REDUCE
+
+    if not _index_preserving_to(group, broadcast, reads_input):
+        return False
+    return all(_feeds_reduce_input(group, broadcast, u) for u in _reduce_users(group, broadcast))
+
+
+def _reduce_users(group: _Group, start: Instruction) -> Iterable[tuple[Instruction, Instruction]]:
+    """(value, reduce) pairs where an elementwise descendant of ``start`` feeds a reduce."""
+    pending, seen = [start], set()
+    while pending:
+        inst = pending.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        for user in group.users[id(inst)]:
+            if user.opcode is Opcode.REDUCE:
+                yield inst, user
+            else:
+                pending.append(user)
+
+
+def _feeds_reduce_input(
+    group: _Group, start: Instruction, pair: tuple[Instruction, Instruction]
+) -> bool:
+    value, reduce = pair
+    return reduce.operands[0] is value and reduce.operands[1] is not value
+
+
+# ---- recomputation of expensive members ------------------------------------------------------
+
+
+def _expensive_ok(group: _Group, plan: FusionPlan) -> bool:
+    """No expensive member is computed more than once per element of its value."""
+    cached = {id(m) for m in plan.cached}
+    contexts: dict[int, set[str]] = {}
+    repeated: dict[int, bool] = {}
+    for m in reversed(group.order):
+        contexts[id(m)], repeated[id(m)] = _context(group, m, plan, cached, contexts, repeated)
+        once = not repeated[id(m)] and len(contexts[id(m)]) <= 1
+        if m.opcode in EXPENSIVE and m is not plan.dot and id(m) not in cached and not once:
+            return False
+    return True
+
+
+def _context(
+    group: _Group,
+    m: Instruction,
+    plan: FusionPlan,
+    cached: set[int],
+    contexts: dict[int, set[str]],
+    repeated: dict[int, bool],
+) -> tuple[set[str], bool]:
+    """The loops ``m`` is computed in, and whether one of them computes it repeatedly."""
+    if m is group.root:
+        return {"root"}, False
+    where: set[str] = set()
+    again = False
+    for user in group.users[id(m)]:
+        if user.opcode is Opcode.REDUCE:
+            where.add(f"loop:{user.name}")
+        elif id(user) in cached:
+            where.add("row")
+        else:
+            where |= contexts[id(user)]
+            again = again or repeated[id(user)] or _reuses_operand(user, m)
+    if id(m) in cached:
+        return {"row"}, False
+    return where, again
+
+
+def _reuses_operand(user: Instruction, operand: Instruction) -> bool:
+    """Whether ``user`` reads some element of ``operand`` more than once."""
+    if user.opcode is Opcode.BROADCAST:
+        return user.array_shape.size > operand.array_shape.size
+    return user.opcode in (Opcode.DOT, Opcode.CONVOLUTION, Opcode.REDUCE_WINDOW)
+
+
+def in_place_parameters(comp: Computation) -> set[int]:
+    """Numbers of the parameters whose buffer the fusion's output may overwrite.
+
+    Each element of such a parameter is read only while computing the output element at the
+    same index (or, in a row group, the same row, before the row is written): every path from
+    it to the root is elementwise, except that row groups may also feed it to a reduce.
+    """
+    plan = plan_computation(comp)
+    root = comp.root
+    if plan is None or root.opcode is Opcode.REDUCE or root.is_tuple:
+        return set()
+    members = [i for i in comp.instructions if i.opcode is not Opcode.PARAMETER]
+    group = _Group([*members, *comp.parameters], root)
+
+    def is_end(user: Instruction) -> bool:
+        return bool(plan.cached) and user.opcode is Opcode.REDUCE
+
+    return {
+        parameter_number(p)
+        for p in comp.parameters
+        if p.array_shape.dims == root.array_shape.dims and _local_reads(group, p, is_end, plan)
+    }
+
+
+def _local_reads(
+    group: _Group, param: Instruction, is_end: Callable[[Instruction], bool], plan: FusionPlan
+) -> bool:
+    if plan.dot is not None and any(u is plan.dot for u in group.users[id(param)]):
+        return False
+    if param is group.root:
+        return False
+    return _index_preserving_to(group, param, is_end)

@@ -1,0 +1,160 @@
+"""Helpers for passes that rewrite instructions: uses, dead code, names, and a rule engine.
+
+``rewrite_computation`` visits a computation's instructions in order and offers each one to a
+rule function. A rule returns a replacement (an existing instruction, or new ones built with
+``ctx.b``) or ``None``. Uses are forwarded lazily: an instruction's operands are redirected to
+their replacements just before it is visited, so a whole pass costs one walk. New instructions
+are placed just before the instruction they replace, which keeps def-before-use order, and
+instructions left dead are removed at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from aotc.hlo.builder import ComputationBuilder, NameUniquer
+from aotc.hlo.ir import Computation, Instruction, Module, Opcode
+
+
+def module_names(module: Module) -> NameUniquer:
+    """A name source that knows every instruction name already in ``module``."""
+    names = NameUniquer()
+    for comp in module.computations:
+        for inst in comp.instructions:
+            names.get(inst.name)
+    return names
+
+
+def replace_all_uses(comp: Computation, old: Instruction, new: Instruction) -> None:
+    """Make every user of ``old`` in ``comp`` (and the root) use ``new`` instead.
+
+    ``new`` must already be in ``comp`` before the first user of ``old``.
+    """
+    assert old.shape == new.shape, f"replacing {old} by {new}: shapes differ"
+    for inst in comp.instructions:
+        if any(o is old for o in inst.operands):
+            inst.operands = [new if o is old else o for o in inst.operands]
+    if comp.root is old:
+        comp.root = new
+
+
+def remove_dead(comp: Computation) -> bool:
+    """Drop instructions the root does not need (parameters stay); returns whether any went."""
+    live = {id(i) for i in comp.post_order()}
+    kept = [i for i in comp.instructions if id(i) in live]
+    changed = len(kept) != len(comp.instructions)
+    comp.instructions = kept
+    return changed
+
+
+def user_counts(comp: Computation) -> dict[int, int]:
+    """id(instruction) -> number of distinct users, counting being the root as one use."""
+    counts = {key: len(users) for key, users in comp.users().items()}
+    counts[id(comp.root)] = counts.get(id(comp.root), 0) + 1
+    return counts
+
+
+def clone_with_operands(
+    b: ComputationBuilder, inst: Instruction, operands: Iterable[Instruction]
+) -> Instruction:
+    """A copy of ``inst`` (same opcode, shape, attrs, callees) reading ``operands``."""
+    clone = Instruction(
+        b.names.get(inst.opcode.value),
+        inst.opcode,
+        inst.shape,
+        list(operands),
+        inst.attrs,
+        inst.literal,
+        list(inst.called),
+    )
+    return b.add(clone)
+
+
+def constant_like(b: ComputationBuilder, value: np.ndarray, like: Instruction) -> Instruction:
+    """A constant holding ``value`` in ``like``'s element type."""
+    return b.constant(np.asarray(value, like.array_shape.dtype.numpy))
+
+
+def splat_value(inst: Instruction) -> np.ndarray | None:
+    """The one value every element has, for a constant or a broadcast of a constant."""
+    while inst.opcode is Opcode.BROADCAST:
+        inst = inst.operands[0]
+    if inst.opcode is not Opcode.CONSTANT or inst.literal is None or inst.literal.size == 0:
+        return None
+    flat = inst.literal.reshape(-1)
+    if flat.size > 1 and flat.tobytes() != np.full_like(flat, flat[0]).tobytes():
+        return None
+    return flat[0]
+
+
+# ---- the rule engine ---------------------------------------------------------------------------
+
+
+@dataclass
+class RewriteContext:
+    """What a rule sees besides the instruction: a builder for new code and use counts.
+
+    Use counts are taken when the walk starts; rules use them only to decide whether a
+    rewrite pays (duplicating a dot that has other users), never for correctness.
+    """
+
+    comp: Computation
+    b: ComputationBuilder
+    uses: dict[int, int]
+
+    def use_count(self, inst: Instruction) -> int:
+        return self.uses.get(id(inst), 0)
+
+
+Rule = Callable[[RewriteContext, Instruction], "Instruction | None"]
+
+
+def rewrite_computation(comp: Computation, names: NameUniquer, rule: Rule) -> bool:
+    """Offer each instruction of ``comp`` to ``rule`` once, in order; True if any changed."""
+    ctx = RewriteContext(comp, ComputationBuilder(comp.name, names), user_counts(comp))
+    forward: dict[int, Instruction] = {}
+    placed: list[Instruction] = []
+    for inst in comp.instructions:
+        if any(id(o) in forward for o in inst.operands):
+            inst.operands = [forward.get(id(o), o) for o in inst.operands]
+        ctx.b.instructions = []
+        new = rule(ctx, inst)
+        placed += ctx.b.instructions
+        placed.append(inst)
+        if new is not None and new is not inst:
+            assert new.shape == inst.shape, f"rule replaced {inst} by {new}"
+            forward[id(inst)] = new
+    if not forward:
+        return False
+    comp.instructions = placed
+    comp.root = forward.get(id(comp.root), comp.root)
+    remove_dead(comp)
+    return True
+
+
+def rewrite_module(module: Module, rule: Rule) -> bool:
+    """``rewrite_computation`` on every computation of ``module``."""
+    names = module_names(module)
+    changed = False
+    for comp in list(module.computations):
+        changed |= rewrite_computation(comp, names, rule)
+    return changed
+
+
+def first_match(rules: Iterable[Rule]) -> Rule:
+    """One rule that tries ``rules`` in order and returns the first rewrite found."""
+    table = list(rules)
+
+    def apply(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+        for rule in table:
+            ctx.b.instructions = []
+            new = rule(ctx, inst)
+            if new is not None:
+                return new
+        ctx.b.instructions = []
+        return None
+
+    return apply

@@ -1,0 +1,227 @@
+"""The algebraic simplifier: local rewrites, as a table of small rules per opcode.
+
+Each rule takes the rewrite context and one instruction and returns a replacement or ``None``
+(see ``aotc.passes.rewrite``). Rules for dots live in ``simplify_dot``, the folding of
+batch-norm-style scales and biases into weights in ``fold_batchnorm``. Float rules keep
+results bit-exact except where noted: ``x * 0`` is not folded for floats (NaN and inf), while
+``x + 0 -> x`` maps ``-0.0`` to ``-0.0`` rather than ``+0.0``, as XLA does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from aotc.hlo.ir import Dimensions, Instruction, Module, Opcode, SliceAttrs
+from aotc.hlo.shape import PrimitiveType
+from aotc.passes import fold_batchnorm
+from aotc.passes.rewrite import RewriteContext, Rule, first_match, rewrite_module, splat_value
+from aotc.passes.simplify_dot import DOT_RULES
+
+
+@dataclass(frozen=True)
+class AlgebraicSimplifier:
+    """Apply the first matching rule of ``RULES`` to each instruction, once per run (run it in
+    a ``FixedPoint`` to reach a fixed point)."""
+
+    name: ClassVar[str] = "simplify"
+
+    def run(self, module: Module) -> bool:
+        return rewrite_module(module, _apply)
+
+
+def _apply(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    rules = _BY_OPCODE.get(inst.opcode)
+    return rules(ctx, inst) if rules else None
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+
+def _is(inst: Instruction, value: int) -> bool:
+    """Whether every element of ``inst`` is the constant ``value`` (0 matches -0.0)."""
+    splat = splat_value(inst)
+    return splat is not None and bool(splat == value)
+
+
+def _dims(inst: Instruction) -> tuple[int, ...]:
+    assert isinstance(inst.attrs, Dimensions)
+    return inst.attrs.dimensions
+
+
+# ---- elementwise identities ----------------------------------------------------------------
+
+
+def add_zero(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``x + 0 -> x``, ``0 + x -> x``."""
+    x, y = inst.operands
+    return x if _is(y, 0) else y if _is(x, 0) else None
+
+
+def subtract_zero(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``x - 0 -> x``."""
+    x, y = inst.operands
+    return x if _is(y, 0) else None
+
+
+def multiply_one(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``x * 1 -> x``, ``1 * x -> x``."""
+    x, y = inst.operands
+    return x if _is(y, 1) else y if _is(x, 1) else None
+
+
+def multiply_zero(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``x * 0 -> 0`` for integers only: for floats NaN * 0 and inf * 0 are NaN."""
+    if not inst.array_shape.dtype.is_integral:
+        return None
+    x, y = inst.operands
+    return y if _is(y, 0) else x if _is(x, 0) else None
+
+
+def divide_one(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``x / 1 -> x``."""
+    x, y = inst.operands
+    return x if _is(y, 1) else None
+
+
+# ---- conversions ---------------------------------------------------------------------------
+
+
+def convert_same_type(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``convert(x: T) -> T`` is ``x``."""
+    x = inst.operands[0]
+    return x if x.shape == inst.shape else None
+
+
+def convert_exact_chain(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``convert(convert(x: A -> B) -> C) -> convert(x: A -> C)`` when A -> B is exact: B then
+    holds x's value, and conversions depend on the value only. With C == A it is ``x``."""
+    inner = inst.operands[0]
+    if inner.opcode is not Opcode.CONVERT:
+        return None
+    x = inner.operands[0]
+    if not is_exact_conversion(x.array_shape.dtype, inner.array_shape.dtype):
+        return None
+    if x.shape == inst.shape:
+        return x
+    return ctx.b.convert(x, inst.array_shape.dtype)
+
+
+def is_exact_conversion(src: PrimitiveType, dst: PrimitiveType) -> bool:
+    """Whether converting every value of ``src`` to ``dst`` keeps it (widening)."""
+    if src == dst or src is PrimitiveType.PRED:
+        return True
+    a, b = np.dtype(src.numpy), np.dtype(dst.numpy)
+    if dst.is_float and src.is_integral:
+        return bool(np.finfo(b).nmant + 1 >= a.itemsize * 8 - src.is_signed_int)
+    return dst is not PrimitiveType.PRED and bool(np.can_cast(a, b, "safe"))
+
+
+# ---- data movement -------------------------------------------------------------------------
+
+
+def same_shape_reshape(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``reshape(x) -> x`` when the shape does not change."""
+    x = inst.operands[0]
+    return x if x.shape == inst.shape else None
+
+
+def reshape_of_reshape(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``reshape(reshape(x)) -> reshape(x)``."""
+    inner = inst.operands[0]
+    if inner.opcode is not Opcode.RESHAPE:
+        return None
+    return ctx.b.reshape(inner.operands[0], inst.array_shape.dims)
+
+
+def identity_transpose(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``transpose(x, {0,1,...}) -> x``."""
+    return inst.operands[0] if _dims(inst) == tuple(range(len(_dims(inst)))) else None
+
+
+def transpose_of_transpose(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``transpose(transpose(x, p), q) -> transpose(x, p[q])``."""
+    inner = inst.operands[0]
+    if inner.opcode is not Opcode.TRANSPOSE:
+        return None
+    p = _dims(inner)
+    return ctx.b.transpose(inner.operands[0], [p[i] for i in _dims(inst)])
+
+
+def splat_constant(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """A constant of equal elements -> ``broadcast(scalar constant)``: one value to store."""
+    assert inst.literal is not None
+    splat = splat_value(inst)
+    if inst.literal.size <= 1 or splat is None:
+        return None
+    scalar = ctx.b.constant(np.asarray(splat, inst.literal.dtype))
+    return ctx.b.broadcast(scalar, inst.array_shape.dims, ())
+
+
+def identity_broadcast(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``broadcast(x)`` to x's own shape, dimensions in order, is ``x``."""
+    x = inst.operands[0]
+    in_order = _dims(inst) == tuple(range(inst.array_shape.rank))
+    return x if x.shape == inst.shape and in_order else None
+
+
+def broadcast_of_broadcast(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``broadcast(broadcast(x, d1), d2) -> broadcast(x, d2[d1])``."""
+    inner = inst.operands[0]
+    if inner.opcode is not Opcode.BROADCAST:
+        return None
+    outer = _dims(inst)
+    dims = [outer[d] for d in _dims(inner)]
+    return ctx.b.broadcast(inner.operands[0], inst.array_shape.dims, dims)
+
+
+def _slice(inst: Instruction) -> SliceAttrs:
+    assert isinstance(inst.attrs, SliceAttrs)
+    return inst.attrs
+
+
+def full_slice(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """A slice that keeps the whole operand is the operand."""
+    x = inst.operands[0]
+    return x if x.shape == inst.shape and all(s == 1 for s in _slice(inst).strides) else None
+
+
+def slice_of_slice(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``slice(slice(x))`` -> one slice: starts and strides compose."""
+    inner = inst.operands[0]
+    if inner.opcode is not Opcode.SLICE:
+        return None
+    a, b = _slice(inner), _slice(inst)
+    starts = [s1 + s2 * t1 for s1, s2, t1 in zip(a.starts, b.starts, a.strides, strict=True)]
+    strides = [t1 * t2 for t1, t2 in zip(a.strides, b.strides, strict=True)]
+    limits = [
+        s + (n - 1) * t + 1 for s, n, t in zip(starts, inst.array_shape.dims, strides, strict=True)
+    ]
+    limits = [max(lim, s) for lim, s in zip(limits, starts, strict=True)]  # empty dims
+    return ctx.b.slice(inner.operands[0], starts, limits, strides)
+
+
+def single_concatenate(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``concatenate(x) -> x``."""
+    return inst.operands[0] if len(inst.operands) == 1 else None
+
+
+#: The rules, tried in order per opcode.
+RULES: dict[Opcode, list[Rule]] = {
+    Opcode.ADD: [add_zero, *fold_batchnorm.ADD_RULES],
+    Opcode.SUBTRACT: [subtract_zero, *fold_batchnorm.SUBTRACT_RULES],
+    Opcode.MULTIPLY: [multiply_one, multiply_zero, *fold_batchnorm.MULTIPLY_RULES],
+    Opcode.DIVIDE: [divide_one],
+    Opcode.CONVERT: [convert_same_type, convert_exact_chain],
+    Opcode.RESHAPE: [same_shape_reshape, reshape_of_reshape],
+    Opcode.TRANSPOSE: [identity_transpose, transpose_of_transpose],
+    Opcode.CONSTANT: [splat_constant],
+    Opcode.BROADCAST: [identity_broadcast, broadcast_of_broadcast],
+    Opcode.SLICE: [full_slice, slice_of_slice],
+    Opcode.CONCATENATE: [single_concatenate],
+    Opcode.DOT: DOT_RULES,
+}
+
+_BY_OPCODE: dict[Opcode, Rule] = {op: first_match(rules) for op, rules in RULES.items()}

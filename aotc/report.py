@@ -1,0 +1,139 @@
+"""The compile report: kernels with their fused ops and costs, memory, and pass timings.
+
+``build_report(module, assignment)`` is called by codegen (``CompiledModel.report``); the
+driver adds the pipeline's pass timings. ``CompileReport.to_json()`` is what
+``aotc compile --report FILE`` writes and ``summary()`` what ``aotc compile -v`` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aotc.codegen.buffers import BufferAssignment
+from aotc.errors import OutputError
+from aotc.hlo.ir import ELEMENTWISE, ConvAttrs, DotDims, Instruction, Module, Opcode
+from aotc.passes.schedule import byte_size
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """One emitted kernel: the entry instruction it computes and what that costs."""
+
+    name: str
+    opcode: str  # "fusion" or the unfused instruction's opcode
+    kind: str  # fusion kind (kLoop, kInput, kOutput), or "" when not fused
+    fused_ops: list[str]  # opcodes of the fused computation's instructions, in order
+    flops: int
+    bytes_read: int
+    bytes_written: int
+    in_place: bool
+
+
+@dataclass(frozen=True)
+class PassTime:
+    name: str
+    seconds: float
+    changed: bool
+
+
+@dataclass
+class CompileReport:
+    """What the compiler produced: kernels, memory, and the time each pass took."""
+
+    kernels: list[KernelReport]
+    temp_bytes: int
+    peak_live_bytes: int  # lower bound on temp_bytes for the chosen schedule
+    constant_bytes: int
+    result_copies: int
+    passes: list[PassTime] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (``json.dump(report.to_json(), f)``)."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """Three short lines for ``aotc compile -v``."""
+        fused = sum(1 for k in self.kernels if k.opcode == "fusion")
+        ratio = self.temp_bytes / self.peak_live_bytes if self.peak_live_bytes else 1.0
+        lines = [
+            f"kernels: {len(self.kernels)} ({fused} fused)",
+            f"temp bytes: {self.temp_bytes} (peak-live bound {self.peak_live_bytes}, x{ratio:.2f})",
+            f"constant bytes: {self.constant_bytes}",
+        ]
+        if self.passes:
+            total = sum(p.seconds for p in self.passes)
+            lines.append(f"passes: {len(self.passes)} runs, {total * 1e3:.1f} ms")
+        return "\n".join(lines)
+
+
+def write_report(report: CompileReport, path: str | Path) -> None:
+    """Write ``report`` as JSON to ``path``."""
+    try:
+        Path(path).write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    except OSError as err:
+        raise OutputError(f"{path}: cannot write the report: {err.strerror or err}") from None
+
+
+def add_pass_timings(report: CompileReport, timings: Iterable[Any]) -> None:
+    """Append the pipeline's pass timings (``PassTiming``: name, seconds, changed)."""
+    report.passes.extend(PassTime(t.name, t.seconds, t.changed) for t in timings)
+
+
+def build_report(module: Module, assignment: BufferAssignment) -> CompileReport:
+    """The report of ``module`` compiled with ``assignment``."""
+    kernels = [_kernel(k, id(k) in assignment.in_place) for k in assignment.kernels]
+    return CompileReport(
+        kernels=kernels,
+        temp_bytes=assignment.temp_bytes,
+        peak_live_bytes=assignment.peak_live_bytes,
+        constant_bytes=sum(c.array_shape.byte_size for c in assignment.constants),
+        result_copies=len(assignment.copies),
+    )
+
+
+def _kernel(inst: Instruction, in_place: bool) -> KernelReport:
+    fused = _fused_instructions(inst)
+    kind = getattr(inst.attrs, "kind", "") if inst.opcode is Opcode.FUSION else ""
+    return KernelReport(
+        name=inst.name,
+        opcode=inst.opcode.value,
+        kind=kind,
+        fused_ops=[i.opcode.value for i in fused] if inst.opcode is Opcode.FUSION else [],
+        flops=sum(flops(i) for i in fused),
+        bytes_read=sum(byte_size(op) for op in inst.operands),
+        bytes_written=byte_size(inst),
+        in_place=in_place,
+    )
+
+
+def _fused_instructions(inst: Instruction) -> list[Instruction]:
+    if inst.opcode is not Opcode.FUSION:
+        return [inst]
+    return [i for i in inst.called[0].post_order() if i.opcode is not Opcode.PARAMETER]
+
+
+def flops(inst: Instruction) -> int:
+    """Arithmetic operations of one instruction: 1 per elementwise result, 2 per multiply-add
+    of a dot or convolution, 1 per folded element of a reduction; data movement is free."""
+    if inst.is_tuple:
+        return 0
+    size = inst.array_shape.size
+    if inst.opcode in ELEMENTWISE and inst.opcode not in (Opcode.CONVERT, Opcode.COPY):
+        return size
+    if inst.opcode is Opcode.DOT:
+        assert isinstance(inst.attrs, DotDims)
+        lhs = inst.operands[0].array_shape.dims
+        return 2 * size * math.prod(lhs[d] for d in inst.attrs.lhs_contracting)
+    if inst.opcode is Opcode.REDUCE:
+        return inst.operands[0].array_shape.size
+    if inst.opcode is Opcode.CONVOLUTION:
+        assert isinstance(inst.attrs, ConvAttrs)
+        kernel = inst.operands[1].array_shape
+        per_output = kernel.size // max(kernel.dims[inst.attrs.dims.kernel_output_feature], 1)
+        return 2 * size * per_output
+    return 0

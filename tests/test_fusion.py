@@ -1,0 +1,279 @@
+"""Fusion: HLO text in and out, differential tests against the evaluator, fused codegen."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from c_harness import run_compiled
+from test_codegen import compile_hlo
+
+from aotc.hlo.evaluate import evaluate
+from aotc.hlo.ir import Module, Opcode
+from aotc.hlo.testing import assert_hlo_equal
+from aotc.hlo.text import parse_module, print_module
+from aotc.hlo.verify import verify_module
+from aotc.passes.fusion import Fusion
+
+RNG = np.random.default_rng(7)
+REDUCERS = """
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
+max { ma = f32[] parameter(0)  mb = f32[] parameter(1)  ROOT mc = f32[] maximum(ma, mb) }
+"""
+
+REDUCE_SUM = (
+    REDUCERS
+    + """
+ENTRY main {
+  x = f32[1024] parameter(0)
+  y = f32[1024] parameter(1)
+  z = f32[1024] parameter(2)
+  yz = f32[1024] multiply(y, z)
+  s = f32[1024] add(x, yz)
+  zero = f32[] constant(0)
+  r = f32[] reduce(s, zero), dimensions={0}, to_apply=add
+  ROOT t = (f32[]) tuple(r)
+}"""
+)
+
+SOFTMAX = (
+    REDUCERS
+    + """
+ENTRY main {
+  x = f32[8,1000] parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32[8] reduce(x, ninf), dimensions={1}, to_apply=max
+  mbc = f32[8,1000] broadcast(m), dimensions={0}
+  d = f32[8,1000] subtract(x, mbc)
+  e = f32[8,1000] exponential(d)
+  zero = f32[] constant(0)
+  s = f32[8] reduce(e, zero), dimensions={1}, to_apply=add
+  sb = f32[8,1000] broadcast(s), dimensions={0}
+  y = f32[8,1000] divide(e, sb)
+  ROOT t = (f32[8,1000]) tuple(y)
+}"""
+)
+
+LAYER_NORM = (
+    REDUCERS
+    + """
+ENTRY main {
+  x = f32[16,64] parameter(0)
+  gamma = f32[64] parameter(1)
+  zero = f32[] constant(0)
+  n = f32[] constant(64)
+  sum = f32[16] reduce(x, zero), dimensions={1}, to_apply=add
+  nb = f32[16] broadcast(n), dimensions={}
+  mean = f32[16] divide(sum, nb)
+  meanb = f32[16,64] broadcast(mean), dimensions={0}
+  xc = f32[16,64] subtract(x, meanb)
+  sq = f32[16,64] multiply(xc, xc)
+  ss = f32[16] reduce(sq, zero), dimensions={1}, to_apply=add
+  var = f32[16] divide(ss, nb)
+  eps = f32[] constant(1e-5)
+  epsb = f32[16] broadcast(eps), dimensions={}
+  ve = f32[16] add(var, epsb)
+  inv = f32[16] rsqrt(ve)
+  invb = f32[16,64] broadcast(inv), dimensions={0}
+  xn = f32[16,64] multiply(xc, invb)
+  gb = f32[16,64] broadcast(gamma), dimensions={1}
+  y = f32[16,64] multiply(xn, gb)
+  ROOT t = (f32[16,64]) tuple(y)
+}"""
+)
+
+DENSE_RELU = """
+ENTRY main {
+  x = f32[4,32] parameter(0)
+  w = f32[32,16] parameter(1)
+  b = f32[16] parameter(2)
+  d = f32[4,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[4,16] broadcast(b), dimensions={1}
+  a = f32[4,16] add(d, bb)
+  zero = f32[] constant(0)
+  zb = f32[4,16] broadcast(zero), dimensions={}
+  r = f32[4,16] maximum(a, zb)
+  ROOT t = (f32[4,16]) tuple(r)
+}"""
+
+ELEMENTWISE = """
+ENTRY main {
+  x = f32[64,128] parameter(0)
+  y = f32[64,128] parameter(1)
+  b = f32[128] parameter(2)
+  bb = f32[64,128] broadcast(b), dimensions={1}
+  a = f32[64,128] add(x, bb)
+  m = f32[64,128] multiply(a, y)
+  t = f32[64,128] tanh(m)
+  ROOT r = (f32[64,128]) tuple(t)
+}"""
+
+
+def fused(text: str) -> Module:
+    module = parse_module(text)
+    assert Fusion().run(module)
+    verify_module(module)
+    return module
+
+
+def random_args(module: Module) -> list[np.ndarray]:
+    return [
+        RNG.standard_normal(p.array_shape.dims).astype(np.float32) for p in module.entry.parameters
+    ]
+
+
+def fusions(module: Module) -> list[str]:
+    return [i.attrs.kind for i in module.entry.instructions if i.opcode is Opcode.FUSION]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("text", [REDUCE_SUM, SOFTMAX, LAYER_NORM, DENSE_RELU, ELEMENTWISE])
+def test_fusion_preserves_values_and_round_trips(text: str) -> None:
+    before = parse_module(text)
+    after = fused(text)
+    args = random_args(before)
+    for want, got in zip(evaluate(before, args), evaluate(after, args), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert print_module(parse_module(print_module(after))) == print_module(after)
+
+
+def test_reduce_sum_of_elementwise_is_one_input_fusion() -> None:
+    assert_hlo_equal(
+        fused(REDUCE_SUM),
+        """...
+        fused_input {
+          param_0 = f32[1024] parameter(0)
+          param_1 = f32[1024] parameter(1)
+          param_2 = f32[1024] parameter(2)
+          yz = f32[1024] multiply(param_0, param_1)
+          s = f32[1024] add(param_2, yz)
+          zero = f32[] constant(0)
+          ROOT r = f32[] reduce(s, zero), dimensions={0}, to_apply=add
+        }
+        ENTRY main {
+          x = f32[1024] parameter(0)
+          y = f32[1024] parameter(1)
+          z = f32[1024] parameter(2)
+          fusion = f32[] fusion(y, z, x), kind=kInput, calls=fused_input
+          ROOT t = (f32[]) tuple(fusion)
+        }""",
+    )
+
+
+def test_softmax_does_not_duplicate_exp() -> None:
+    module = fused(SOFTMAX)
+    assert fusions(module) == ["kInput", "kInput"]
+    exps = [i for c in module.computations for i in c.instructions if i.opcode is Opcode.EXP]
+    assert len(exps) == 1
+    assert_hlo_equal(
+        module,
+        """...
+        ROOT y = f32[8,1000] divide(param_0, sb)
+        }
+        ...""",
+    )
+
+
+def test_layer_norm_is_one_row_fusion() -> None:
+    module = fused(LAYER_NORM)
+    assert fusions(module) == ["kInput"]
+
+
+def test_dot_bias_relu_is_an_output_fusion() -> None:
+    assert_hlo_equal(
+        fused(DENSE_RELU),
+        """...
+        fused_output {
+          param_0 = f32[4,32] parameter(0)
+          param_1 = f32[32,16] parameter(1)
+          param_2 = f32[16] parameter(2)
+          d = f32[4,16] dot(param_0, param_1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+          ...
+          ROOT r = f32[4,16] maximum(a, zb)
+        }
+        ENTRY main {
+          ...
+          fusion = f32[4,16] fusion(x, w, b), kind=kOutput, calls=fused_output
+          ROOT t = (f32[4,16]) tuple(fusion)
+        }""",
+    )
+
+
+def test_expensive_producer_with_two_users_is_not_duplicated() -> None:
+    module = parse_module("""
+    ENTRY main {
+      x = f32[32] parameter(0)
+      e = f32[32] exponential(x)
+      a = f32[32] add(e, x)
+      m = f32[32] multiply(e, x)
+      ROOT t = (f32[32], f32[32]) tuple(a, m)
+    }""")
+    assert not Fusion().run(module)  # nothing to fuse: e is needed by two kernels
+    assert_hlo_equal(module, "... e = f32[32] exponential(x) ...")
+
+
+def test_cheap_producer_is_duplicated() -> None:
+    module = fused("""
+    ENTRY main {
+      x = f32[32] parameter(0)
+      c = f32[] constant(2)
+      cb = f32[32] broadcast(c), dimensions={}
+      e = f32[32] exponential(x)
+      a = f32[32] add(e, cb)
+      l = f32[32] log(x)
+      m = f32[32] multiply(l, cb)
+      ROOT t = (f32[32], f32[32]) tuple(a, m)
+    }""")
+    assert fusions(module) == ["kLoop", "kLoop"]
+    assert [i.opcode for i in module.entry.instructions].count(Opcode.BROADCAST) == 0
+
+
+def test_expensive_producer_under_expanding_broadcast_stays_out() -> None:
+    module = fused("""
+    ENTRY main {
+      x = f32[8] parameter(0)
+      y = f32[8,100] parameter(1)
+      e = f32[8] exponential(x)
+      eb = f32[8,100] broadcast(e), dimensions={0}
+      a = f32[8,100] add(eb, y)
+      ROOT t = (f32[8,100]) tuple(a)
+    }""")
+    assert_hlo_equal(module, "... e = f32[8] exponential(x) ... fusion(e, y) ...")
+
+
+# ---- fused codegen (compiled, run from C, compared with the evaluator) ------------------------
+
+
+def run_fused(text: str) -> tuple[object, float]:
+    module = fused(text)
+    _, model = compile_hlo(print_module(module))
+    args = random_args(module)
+    want = evaluate(parse_module(text), args)
+    got, again = run_compiled(model, args)
+    for w, g, g2 in zip(want, got, again, strict=True):
+        np.testing.assert_array_equal(g, g2)
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+    return model, 0.0
+
+
+def test_reduce_sum_example_compiles_to_one_kernel_without_temp() -> None:
+    model, _ = run_fused(REDUCE_SUM)
+    assert model.report is not None  # type: ignore[attr-defined]
+    assert len(model.report.kernels) == 1  # type: ignore[attr-defined]
+    assert model.temp_bytes == 0  # type: ignore[attr-defined]
+
+
+def test_softmax_compiles_to_at_most_three_kernels() -> None:
+    model, _ = run_fused(SOFTMAX)
+    kernels = model.report.kernels  # type: ignore[attr-defined]
+    print(f"softmax f32[8,1000]: {len(kernels)} kernels")
+    assert len(kernels) <= 3
+
+
+def test_layer_norm_and_dense_relu_run_correctly() -> None:
+    assert len(run_fused(LAYER_NORM)[0].report.kernels) == 1  # type: ignore[attr-defined]
+    assert len(run_fused(DENSE_RELU)[0].report.kernels) == 1  # type: ignore[attr-defined]
+
+
+def test_fused_elementwise_kernel_vectorizes() -> None:
+    model, _ = run_fused(ELEMENTWISE)
+    assert len(model.report.kernels) == 1  # type: ignore[attr-defined]
+    assert " x float>" in model.llvm_ir  # type: ignore[attr-defined]

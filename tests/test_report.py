@@ -1,0 +1,70 @@
+"""The compile report, and temp bytes against the peak-live bound on every TF fixture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixtures import fixture_names, load_fixture
+from test_codegen import compile_hlo
+from test_fusion import DENSE_RELU, SOFTMAX, fused
+
+from aotc.cli import main
+from aotc.codegen.buffers import assign_buffers
+from aotc.driver import load_frontend
+from aotc.hlo.text import print_module
+from aotc.passes import default_pipeline
+from aotc.report import add_pass_timings, flops
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_temp_bytes_within_ten_percent_of_peak_live_bound(name: str) -> None:
+    fx = load_fixture(name)
+    module = load_frontend(fx.graph, fx.config).module
+    default_pipeline().run(module)
+    assignment = assign_buffers(module.entry)
+    temp, bound = assignment.temp_bytes, assignment.peak_live_bytes
+    kernels = len(assignment.kernels)
+    print(f"{name}: {kernels} kernels, temp {temp} bytes, peak-live bound {bound} bytes")
+    assert bound <= temp <= 1.1 * bound
+
+
+def test_report_lists_fused_kernels_with_costs() -> None:
+    _, model = compile_hlo(print_module(fused(DENSE_RELU)))
+    report = model.report
+    assert report is not None
+    (kernel,) = report.kernels
+    assert kernel.opcode == "fusion" and kernel.kind == "kOutput"
+    assert {"dot", "add", "maximum"} <= set(kernel.fused_ops)
+    assert kernel.flops == 2 * 4 * 16 * 32 + 2 * 4 * 16  # the dot, the add and the max
+    assert kernel.bytes_read == 4 * (4 * 32 + 32 * 16 + 16)
+    assert kernel.bytes_written == 4 * 4 * 16
+    add_pass_timings(report, [])
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["temp_bytes"] == 0 and data["kernels"][0]["kind"] == "kOutput"
+    assert "kernels: 1 (1 fused)" in report.summary()
+
+
+def test_flops_of_a_softmax_reduce() -> None:
+    module = fused(SOFTMAX)
+    reduces = [i for c in module.computations for i in c.instructions if i.opcode.value == "reduce"]
+    assert [flops(r) for r in reduces] == [8000, 8000]
+
+
+def test_cli_writes_report_and_prints_summary(tmp_path: Path) -> None:
+    fx = load_fixture("mlp_b1")
+    out = tmp_path / "mlp"
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        main,
+        [
+            "compile", str(fx.graph), "-c", str(fx.config), "-o", str(out),
+            "--report", str(report), "-v", "--no-cache",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text())
+    assert data["kernels"] and data["temp_bytes"] <= 1.1 * data["peak_live_bytes"]
+    assert "temp bytes:" in result.output and "constant bytes:" in result.output
