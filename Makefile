@@ -6,7 +6,7 @@ AOTC   := $(VENV)/bin/aotc
 CC     ?= cc
 JOBS   ?= 2
 
-.PHONY: install test demo protos lint clean
+.PHONY: install test demo protos docs lint clean
 
 install: $(VENV)/.installed
 
@@ -26,6 +26,9 @@ demo: install
 
 protos: install
 	$(PY) tools/gen_protos.py
+
+docs: install
+	$(AOTC) ops --format markdown > docs/ops.md
 
 lint: install
 	$(VENV)/bin/ruff check aotc tests tools

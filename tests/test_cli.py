@@ -143,3 +143,9 @@ def test_ops_lists_supported_ops(tmp_path: Path) -> None:
     assert {"MatMul", "Softmax", "Reshape", "Cast"} <= set(output.split())
     code, output = run(["ops", "--format", "markdown"])
     assert code == 0 and "| `MatMul` |" in output
+
+
+def test_docs_ops_table_is_current() -> None:
+    code, output = run(["ops", "--format", "markdown"])
+    docs = Path(__file__).parents[1] / "docs" / "ops.md"
+    assert code == 0 and docs.read_text() == output, "docs/ops.md is stale: run `make docs`"
