@@ -41,24 +41,13 @@ from aotc.hlo.ir import (
     parameter_number,
 )
 from aotc.hlo.shape import AnyShape, Shape, TupleShape
+from aotc.registry import Registry
 
 Value = Any  # an np.ndarray, or a tuple of values for tuple-shaped instructions
 Handler = Callable[[Instruction, list[Value]], Value]
 
-_HANDLERS: dict[Opcode, Handler] = {}
-
-
-def handles(*opcodes: Opcode) -> Callable[[Handler], Handler]:
-    """Register ``fn(inst, operand_values) -> value`` as the evaluator of ``opcodes``."""
-
-    def register(fn: Handler) -> Handler:
-        for opcode in opcodes:
-            if opcode in _HANDLERS:
-                raise ValueError(f"an evaluator for {opcode.value} is already registered")
-            _HANDLERS[opcode] = fn
-        return fn
-
-    return register
+_HANDLERS: Registry[Opcode, Handler] = Registry("evaluator")
+handles = _HANDLERS.register  # @handles(Opcode.ADD, ...) registers fn(inst, operand_values)
 
 
 # ---- public API ------------------------------------------------------------------------------

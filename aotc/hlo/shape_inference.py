@@ -31,6 +31,7 @@ from aotc.hlo.ir import (
     Window,
 )
 from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
+from aotc.registry import Registry
 
 LOGICAL = frozenset({Opcode.AND, Opcode.OR, Opcode.XOR, Opcode.NOT})
 # Unary ops XLA defines for floating-point element types only.
@@ -423,18 +424,8 @@ def infer_get_tuple_element_shape(t: AnyShape, index: int) -> AnyShape:
 
 _A = TypeVar("_A")
 _InstRule = Callable[[Instruction], AnyShape]
-_INSTRUCTION_RULES: dict[Opcode, _InstRule] = {}
-
-
-def _rule(*opcodes: Opcode) -> Callable[[_InstRule], _InstRule]:
-    def register(fn: _InstRule) -> _InstRule:
-        for opcode in opcodes:
-            if opcode in _INSTRUCTION_RULES:
-                raise ValueError(f"shape rule for {opcode.value} registered twice")
-            _INSTRUCTION_RULES[opcode] = fn
-        return fn
-
-    return register
+_INSTRUCTION_RULES: Registry[Opcode, _InstRule] = Registry("shape rule")
+_rule = _INSTRUCTION_RULES.register
 
 
 def infer_instruction_shape(inst: Instruction) -> AnyShape:

@@ -12,27 +12,20 @@ import pkgutil
 from collections.abc import Callable, Sequence
 
 from aotc.hlo.ir import Instruction
+from aotc.registry import Registry
 
 Outputs = Instruction | Sequence[Instruction]
 Translator = Callable[..., Outputs]
 
-_TRANSLATORS: dict[str, Translator] = {}
+_TRANSLATORS: Registry[str, Translator] = Registry("translator")
 _NOTES: dict[str, str] = {}
 
 
 def translates(*op_names: str, note: str = "") -> Callable[[Translator], Translator]:
     """Register the decorated function as the translator of each TF op in ``op_names``."""
-
-    def register(fn: Translator) -> Translator:
-        for op in op_names:
-            if op in _TRANSLATORS:
-                raise RuntimeError(f"TF op {op} is registered twice")
-            _TRANSLATORS[op] = fn
-            if note:
-                _NOTES[op] = note
-        return fn
-
-    return register
+    if note:
+        _NOTES.update(dict.fromkeys(op_names, note))
+    return _TRANSLATORS.register(*op_names)
 
 
 def lookup(op: str) -> Translator | None:
