@@ -226,6 +226,7 @@ def source_options(
     help="Write a JSON report: kernels (fused ops, FLOPs, bytes), temp and constant bytes.",
 )
 @verbose_option("Print a short summary: kernels, temp bytes vs the peak-live bound, constants.")
+@quiet_option
 @reports_errors
 def compile_command(
     graph: str,
@@ -245,6 +246,7 @@ def compile_command(
     disabled_passes: tuple[str, ...] = (),
     report_path: str | None = None,
     verbose: bool = False,
+    quiet: bool = False,
 ) -> None:
     """Compile GRAPH to PREFIX.o and PREFIX.h.
 
@@ -259,7 +261,7 @@ def compile_command(
       aotc compile model.hlo -o build/model
     """
     targets = TargetOverrides(target_triple, target_cpu, target_features)
-    with progress.display():
+    with progress.display(enabled=not quiet):
         options = source_options(signature, tags, shapes)
         passes = pipeline_options(dump_to, dump_pass_re, dump_format, disabled_passes)
         # dumps must run the passes, and the cache key does not know the pass options
@@ -268,8 +270,9 @@ def compile_command(
         model, _ = compile_cached(graph, config, targets, options, cache, compile_fn)
         object_path, header_path = output_paths(graph, output)
         write_artifacts(model, object_path, header_path)
-    click.echo(f"wrote {object_path} and {header_path}")
-    _compile_report(model, report_path, verbose)
+    if not quiet:
+        click.echo(f"wrote {object_path} and {header_path}")
+    _compile_report(model, report_path, verbose and not quiet)
 
 
 def _compile_report(model: CompiledModel, path: str | None, verbose: bool) -> None:

@@ -149,3 +149,9 @@ def test_docs_ops_table_is_current() -> None:
     code, output = run(["ops", "--format", "markdown"])
     docs = Path(__file__).parents[1] / "docs" / "ops.md"
     assert code == 0 and docs.read_text() == output, "docs/ops.md is stale: run `make docs`"
+
+
+def test_quiet_compile_prints_nothing(tmp_path: Path) -> None:
+    code, output = run(["compile", str(TF_DATA / "mlp_b1.pb"), "-q", "-o", str(tmp_path / "m")])
+    assert code == 0 and output == ""
+    assert (tmp_path / "m.o").exists()

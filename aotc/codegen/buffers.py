@@ -16,11 +16,15 @@ else a kernel computes lives in the caller's temp buffer. The steps:
    the smallest gap between allocations live at the same time that fits it), so allocations
    with disjoint lifetimes share bytes. The packing is compared with ``peak_live_bytes``,
    the largest total of (aligned) allocations live at one time, which no packing can beat.
+5. Scratch: kernels that need working memory (a GEMM's packed panels) say how much through
+   ``scratch_size``; kernels run one after another, so they share one region of the largest
+   size, an allocation live from the first kernel to the last (packed and counted in
+   ``peak_live_bytes`` like any other).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -98,6 +102,7 @@ class BufferAssignment:
     peak_live_bytes: int = 0  # lower bound on temp_bytes for this schedule
     allocations: list[Allocation] = field(default_factory=list)
     in_place: set[int] = field(default_factory=set)  # ids of kernels writing over an operand
+    scratch: Buffer | None = None  # the kernels' shared scratch region, if any needs one
 
     def location(self, inst: Instruction) -> Location:
         return self.locations[id(inst)]
@@ -111,10 +116,18 @@ class BufferAssignment:
 Source = tuple[int, int]  # (id of the writing instruction, output number)
 
 
+ScratchSize = Callable[[Instruction], int]
+
+
 def assign_buffers(
-    comp: Computation, order: Sequence[Instruction] | None = None
+    comp: Computation,
+    order: Sequence[Instruction] | None = None,
+    scratch_size: ScratchSize | None = None,
 ) -> BufferAssignment:
-    """Assign buffers for running ``comp``'s kernels in ``order`` (default: the schedule)."""
+    """Assign buffers for running ``comp``'s kernels in ``order`` (default: the schedule).
+
+    ``scratch_size(kernel)`` is the scratch bytes each kernel needs (default: none).
+    """
     root = comp.root
     if root.opcode is not Opcode.TUPLE:
         raise CodegenError(f"the entry root %{root.name} must be a tuple of the results")
@@ -123,7 +136,12 @@ def assign_buffers(
     result = BufferAssignment(kernels=[i for i in order if i.opcode not in NO_BUFFER])
     allocs = _allocate(result, designated, _last_uses(result.kernels, root))
     result.allocations = list(dict.fromkeys(allocs.values()))
+    scratch = _scratch_allocation(result.kernels, scratch_size)
+    if scratch is not None:
+        result.allocations.append(scratch)
     result.temp_bytes = pack(result.allocations)
+    if scratch is not None:
+        result.scratch = Buffer(BufferKind.TEMP, offset=scratch.offset, size=scratch.raw)
     result.peak_live_bytes = peak_live_bytes(result.allocations)
     for inst in order:
         result.locations[id(inst)] = _locate(inst, result, designated, allocs)
@@ -243,6 +261,16 @@ def _overwritable_operands(inst: Instruction) -> list[int]:
         and inst.operands[n].array_shape.dims == dims
     ]
     return same
+
+
+def _scratch_allocation(
+    kernels: Sequence[Instruction], scratch_size: ScratchSize | None
+) -> Allocation | None:
+    """The shared scratch region, live throughout: the largest any kernel asks for."""
+    size = max((scratch_size(k) for k in kernels), default=0) if scratch_size else 0
+    if size <= 0:
+        return None
+    return Allocation(aligned(size), 0, len(kernels), raw=size)
 
 
 # ---- packing ---------------------------------------------------------------------------------

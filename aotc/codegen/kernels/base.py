@@ -6,16 +6,22 @@ turns its operands' generators into its own (see ``elemental.py``). A *kernel em
 the loops that compute a whole instruction into its output buffer(s), reading operands only
 through generators, so the same emitter works whether an operand lives in a buffer or is
 computed on the fly by a fused producer.
+
+Kernels that need more than generators (a GEMM packs its operands, reads pre-packed constant
+weights) also get the operands' raw pointers where they live in a buffer, a pointer to the
+shared scratch region (sized by the opcode's ``SCRATCH`` hook in ``kernels/__init__.py``) and
+the target's ``VectorInfo``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llvmlite import ir
 
 from aotc.codegen.irtypes import load_element
+from aotc.codegen.vector import GENERIC, VectorInfo
 from aotc.hlo.ir import Instruction
 from aotc.hlo.shape import Shape, TupleShape
 
@@ -24,14 +30,30 @@ ElementGenerator = Callable[[ir.IRBuilder, Sequence[ir.Value]], ir.Value]
 
 @dataclass
 class KernelIO:
-    """The instruction a kernel computes, its output pointers and its operands' generators."""
+    """The instruction a kernel computes, its output pointers and its operands' generators.
+
+    ``pointers[i]`` is operand ``i``'s row-major buffer, or None where the operand is computed
+    on the fly (a fused producer) or not known to be a plain buffer; ``scratch`` points to
+    ``SCRATCH[opcode](inst, vector)`` bytes of 64-byte aligned scratch (None when the hook
+    asked for none); ``vector`` is the target's SIMD shape.
+    """
 
     inst: Instruction
     outputs: list[ir.Value]
     operands: list[ElementGenerator]
+    pointers: list[ir.Value | None] = field(default_factory=list)
+    scratch: ir.Value | None = None
+    vector: VectorInfo = GENERIC
+
+    def pointer(self, number: int) -> ir.Value | None:
+        """Operand ``number``'s buffer pointer, if it has one."""
+        return self.pointers[number] if number < len(self.pointers) else None
 
 
 KernelEmitter = Callable[[ir.IRBuilder, KernelIO], None]
+
+#: Bytes of scratch a kernel needs for an instruction on a target (0: none).
+ScratchSize = Callable[[Instruction, VectorInfo], int]
 
 
 def output_shapes(inst: Instruction) -> list[Shape]:
