@@ -9,6 +9,7 @@ from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import render_header
 from aotc.codegen.interface import TensorInfo
 from aotc.codegen.target import TargetSpec, create_target_machine, emit_object, optimize
+from aotc.codegen.vector import vector_info
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Module, Opcode
 from aotc.report import CompileReport, build_report
@@ -51,7 +52,7 @@ def compile_module(
     _check_signature(module, args, results)
     _check_supported(module)
     tm, resolved = create_target_machine(target)
-    llvm_module, assignment = emit_module_assigned(module, name)
+    llvm_module, assignment = emit_module_assigned(module, name, vector_info(resolved))
     temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
     llvm_module.data_layout = str(tm.target_data)

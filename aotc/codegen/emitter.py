@@ -28,10 +28,11 @@ from aotc.codegen.buffers import (
     assign_buffers,
 )
 from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64
-from aotc.codegen.kernels import kernel_emitter
+from aotc.codegen.kernels import kernel_emitter, kernel_scratch_bytes
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import function_builder
+from aotc.codegen.vector import GENERIC, VectorInfo
 from aotc.hlo.ir import Instruction, Module, Opcode
 
 KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value]], None]
@@ -47,20 +48,28 @@ class _Entry:
     results: ir.Value
     temp: ir.Value
     constants: list[ir.GlobalVariable]
+    vector: VectorInfo = GENERIC
     pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
 
 
-def emit_module(module: Module, name: str) -> tuple[ir.Module, int]:
+def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tuple[ir.Module, int]:
     """The LLVM module for ``module`` and the temp buffer size it needs, in bytes."""
-    llvm_module, assignment = emit_module_assigned(module, name)
+    llvm_module, assignment = emit_module_assigned(module, name, vector)
     return llvm_module, assignment.temp_bytes
 
 
-def emit_module_assigned(module: Module, name: str) -> tuple[ir.Module, BufferAssignment]:
-    """The LLVM module for ``module`` and the buffer assignment it was emitted with."""
-    assignment = assign_buffers(module.entry)
+def emit_module_assigned(
+    module: Module, name: str, vector: VectorInfo = GENERIC
+) -> tuple[ir.Module, BufferAssignment]:
+    """The LLVM module for ``module`` and the buffer assignment it was emitted with.
+
+    ``vector`` is the target's SIMD shape: kernels tile for it and size their scratch by it.
+    """
+    assignment = assign_buffers(
+        module.entry, scratch_size=lambda inst: kernel_scratch_bytes(inst, vector)
+    )
     llvm_module = ir.Module(name=name)
-    run_buffers = _emit_run_buffers(llvm_module, name, assignment)
+    run_buffers = _emit_run_buffers(llvm_module, name, assignment, vector)
     params = module.entry.parameters
     results = module.entry.root.operands
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), len(results))
@@ -68,14 +77,14 @@ def emit_module_assigned(module: Module, name: str) -> tuple[ir.Module, BufferAs
 
 
 def _emit_run_buffers(
-    llvm_module: ir.Module, name: str, assignment: BufferAssignment
+    llvm_module: ir.Module, name: str, assignment: BufferAssignment, vector: VectorInfo
 ) -> ir.Function:
     fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
     fn.attributes.add("nounwind")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     constants = [_constant_global(llvm_module, c) for c in assignment.constants]
     args, results, temp = fn.args
-    entry = _Entry(llvm_module, builder, args, results, temp, constants)
+    entry = _Entry(llvm_module, builder, args, results, temp, constants, vector)
     for inst in assignment.kernels:
         _call_kernel(entry, inst, assignment)
     for copy in assignment.copies:
@@ -130,14 +139,22 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
     outputs = list(location) if isinstance(location, tuple) else [location]
     operand_buffers = [assignment.buffer(op) for op in inst.operands]
     emitter = kernel_emitter(inst)
+    # the scratch pointer travels as one more input, after the operands
+    scratch = assignment.scratch if kernel_scratch_bytes(inst, entry.vector) > 0 else None
+    extra = [scratch] if scratch is not None else []
 
     def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
-        readers = [_operand_reader(op, ptr) for op, ptr in zip(inst.operands, ins, strict=True)]
-        emitter(b, KernelIO(inst, outs, readers))
+        operand_ptrs = ins[: len(inst.operands)]
+        readers = [
+            _operand_reader(op, ptr) for op, ptr in zip(inst.operands, operand_ptrs, strict=True)
+        ]
+        scratch_ptr = ins[len(inst.operands)] if extra else None
+        io = KernelIO(inst, outs, readers, list(operand_ptrs), scratch_ptr, entry.vector)
+        emitter(b, io)
 
     out_ptrs = [_pointer(entry, buf) for buf in outputs]  # type: ignore[arg-type]
-    in_ptrs = [_pointer(entry, buf) for buf in operand_buffers]
-    buffers = [*outputs, *operand_buffers]
+    in_ptrs = [_pointer(entry, buf) for buf in [*operand_buffers, *extra]]
+    buffers = [*outputs, *operand_buffers, *extra]
     _call_function(
         entry,
         f"kernel.{inst.name}",

@@ -31,6 +31,11 @@ sin, cos    in f64: |x| = n pi/2 + r (Cody-Waite below      0.50 ULP   1 ULP, al
 sin/cos compute both reductions and select (branch-free); the Payne-Hanek path reads a small
 constant table of the bits of 2/pi (scalar loads, gathers once vectorized).
 
+``erfc`` has no kernel of its own: the front end lowers it to ``1 - erf(x)``. Its absolute
+error is about 2e-7 (erf's plus one rounding), but its relative error grows for x > ~1 and the
+result is 0 from x ~ 3.92 on, where the true erfc(x) ~ 1e-8 is still representable; models that
+need erfc's tail (e.g. tail log-probabilities) should compute in f64.
+
 Special values follow C99: exp(-inf) = 0, exp(inf) = inf, log(0) = -inf, log(x < 0) = nan,
 tanh/erf(+-inf) = +-1, nan in -> nan out, sin/cos(+-inf) = nan.
 

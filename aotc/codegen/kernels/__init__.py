@@ -1,18 +1,20 @@
 """Kernel emitters, one per opcode family, found through ``kernel_emitter(opcode)``.
 
 Swapping in a faster emitter for an opcode (a tiled GEMM for ``dot``, a vectorized row
-reduction) means changing one entry of ``KERNELS``.
+reduction) means changing one entry of ``KERNELS``. ``SCRATCH`` says how many bytes of shared
+scratch an opcode's kernel needs for an instruction on a target (absent: none).
 """
 
 from __future__ import annotations
 
-from aotc.codegen.kernels.base import KernelEmitter
-from aotc.codegen.kernels.conv import emit_convolution_kernel
-from aotc.codegen.kernels.dot import emit_dot_kernel
+from aotc.codegen.kernels.base import KernelEmitter, ScratchSize
+from aotc.codegen.kernels.conv import conv_scratch_bytes, emit_convolution_kernel
+from aotc.codegen.kernels.dot import dot_scratch_bytes, emit_dot_kernel
 from aotc.codegen.kernels.elemental import emit_elemental_kernel
-from aotc.codegen.kernels.fusion import emit_fusion_kernel
+from aotc.codegen.kernels.fusion import emit_fusion_kernel, fusion_scratch_bytes
 from aotc.codegen.kernels.reduce import emit_reduce_kernel
 from aotc.codegen.kernels.reduce_window import emit_reduce_window_kernel
+from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
 from aotc.hlo.ir import ELEMENTWISE, Instruction, Opcode
 
@@ -30,6 +32,12 @@ KERNELS: dict[Opcode, KernelEmitter] = {
     Opcode.REDUCE_WINDOW: emit_reduce_window_kernel,
 }
 
+SCRATCH: dict[Opcode, ScratchSize] = {
+    Opcode.DOT: dot_scratch_bytes,
+    Opcode.FUSION: fusion_scratch_bytes,
+    Opcode.CONVOLUTION: conv_scratch_bytes,
+}
+
 # Instructions that need no code: they name buffers that exist already.
 NO_KERNEL = frozenset({Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT})
 
@@ -39,3 +47,9 @@ def kernel_emitter(inst: Instruction) -> KernelEmitter:
     if emitter is None:
         raise CodegenError(f"{inst.opcode.value} %{inst.name} is not supported by codegen yet")
     return emitter
+
+
+def kernel_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
+    """Scratch bytes ``inst``'s kernel needs on a target with vector shape ``info``."""
+    size = SCRATCH.get(inst.opcode)
+    return size(inst, info) if size is not None else 0

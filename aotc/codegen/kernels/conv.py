@@ -7,21 +7,30 @@ features ``ci`` and, innermost, its output features ``co``. The innermost loop t
 accumulator row contiguously and the kernel's output-feature dimension (contiguous for the
 usual HWIO filters), so LLVM vectorizes it; the input element is invariant in it. ``f16``
 accumulates in ``f32``; integers wrap; ``pred`` computes ``or`` of ``and``, as for dot.
+
+Fast paths: an f32 1x1 convolution over NHWC data (``b01f_01io->b01f``, unit strides, no
+padding or dilation, one group) is a plain GEMM ``[N*H*W, Cin] @ [Cin, Cout]`` with the
+constant kernel pre-packed (``dot_gemm.py``). A depthwise convolution (one input feature per
+group) runs its innermost loop over the groups instead, which is the contiguous channel
+dimension of NHWC input, kernel and output, so it vectorizes over channels.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from llvmlite import ir
 
 from aotc.codegen.irtypes import add_nuw, i64, mul_nuw, scalar_constant, store_element
 from aotc.codegen.kernels.base import KernelIO
+from aotc.codegen.kernels.dot_gemm import GemmCall, GemmDot, emit_gemm_dot
 from aotc.codegen.kernels.scalar_ops import convert
 from aotc.codegen.kernels.window import Row, if_inside, place, window_positions
 from aotc.codegen.loops import loop_nest
+from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
-from aotc.hlo.ir import ConvAttrs
+from aotc.hlo.ir import ConvAttrs, ConvDims, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType, Shape
 
 
@@ -44,9 +53,54 @@ class _Conv:
         return self.attrs.feature_group_count
 
 
+def conv_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
+    """The GEMM's packing scratch for a 1x1 convolution; the loop kernel needs none."""
+    spec = pointwise_gemm(inst)
+    return spec.scratch_bytes(info) if spec is not None else 0
+
+
+def pointwise_gemm(inst: Instruction) -> GemmDot | None:
+    """The GEMM form of an f32 NHWC 1x1 convolution, or None."""
+    attrs = inst.attrs
+    assert isinstance(attrs, ConvAttrs)
+    lhs, rhs = (op.array_shape for op in inst.operands)
+    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, inst.array_shape)):
+        return None
+    if not _is_nhwc(attrs.dims, lhs.rank) or attrs.feature_group_count != 1:
+        return None
+    if any(w != type(w)(1) for w in attrs.window.dims) or attrs.batch_group_count != 1:
+        return None
+    cin, cout = rhs.dims[-2], rhs.dims[-1]
+    m = lhs.size // cin if cin else 0
+    if min(m, cin, cout) == 0:
+        return None
+    kernel = inst.operands[1]
+    weights = None
+    if kernel.opcode is Opcode.CONSTANT and kernel.literal is not None:
+        weights = np.asarray(kernel.literal, np.float32).reshape(cin, cout)
+    return GemmDot((), m, cout, cin, (m,), False, weights)
+
+
+def _is_nhwc(d: ConvDims, rank: int) -> bool:
+    """``b01f_01io->b01f`` for any number of spatial dimensions."""
+    spatial = tuple(range(1, rank - 1))
+    return (
+        (d.input_batch, d.input_feature, d.input_spatial) == (0, rank - 1, spatial)
+        and (d.kernel_input_feature, d.kernel_output_feature) == (rank - 2, rank - 1)
+        and d.kernel_spatial == tuple(range(rank - 2))
+        and (d.output_batch, d.output_feature, d.output_spatial) == (0, rank - 1, spatial)
+    )
+
+
 def emit_convolution_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     attrs = io.inst.attrs
     assert isinstance(attrs, ConvAttrs)
+    spec = pointwise_gemm(io.inst)
+    lhs_ptr, rhs_ptr = io.pointer(0), io.pointer(1)
+    if spec is not None and lhs_ptr is not None and rhs_ptr is not None:
+        call = GemmCall(io.outputs[0], lhs_ptr, rhs_ptr, io.scratch)
+        emit_gemm_dot(b, spec, io.vector, call)
+        return
     if attrs.batch_group_count != 1:
         raise CodegenError(
             f"convolution %{io.inst.name} with batch_group_count {attrs.batch_group_count} "
@@ -76,6 +130,10 @@ def _accumulate_taps(
     inside, positions = window_positions(b, conv.attrs.window.dims, sizes, point[1:], taps)
     per_in = conv.rhs.dims[d.kernel_input_feature]
     per_out = conv.features // conv.groups
+    if per_in == 1 and conv.groups > 1:
+        with if_inside(b, inside):
+            _accumulate_depthwise(b, io, conv, row, point, taps, positions)
+        return
     with if_inside(b, inside), loop_nest(b, [conv.groups, per_in], "g") as (g, ci):
         x_at = {d.input_batch: point[0], d.input_feature: _flat(b, g, per_in, ci)}
         x_at.update(zip(d.input_spatial, positions, strict=True))
@@ -89,6 +147,36 @@ def _accumulate_taps(
             w = io.operands[1](b, place(conv.rhs.rank, w_at))
             w = convert(b, w, conv.out.dtype, conv.acc_dtype)
             row.store(b, _multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
+
+
+def _accumulate_depthwise(
+    b: ir.IRBuilder,
+    io: KernelIO,
+    conv: _Conv,
+    row: Row,
+    point: list[ir.Value],
+    taps: list,
+    positions: list[ir.Value],
+) -> None:
+    """One tap of a depthwise convolution: the innermost loop runs over the groups.
+
+    Input features are the groups there, contiguous in NHWC input; so are the output
+    features (``g * per_out + co``) for a multiplier of 1, so the loop vectorizes.
+    """
+    d = conv.attrs.dims
+    per_out = conv.features // conv.groups
+    with loop_nest(b, [per_out, conv.groups], "dw") as (co, g):
+        x_at = {d.input_batch: point[0], d.input_feature: g}
+        x_at.update(zip(d.input_spatial, positions, strict=True))
+        x = io.operands[0](b, place(conv.lhs.rank, x_at))
+        x = convert(b, x, conv.out.dtype, conv.acc_dtype)
+        feature = _flat(b, g, per_out, co)
+        w_at = {d.kernel_input_feature: i64(0), d.kernel_output_feature: feature}
+        w_at.update(zip(d.kernel_spatial, taps, strict=True))
+        w = convert(
+            b, io.operands[1](b, place(conv.rhs.rank, w_at)), conv.out.dtype, conv.acc_dtype
+        )
+        row.store(b, _multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
 
 
 def _store_row(b: ir.IRBuilder, io: KernelIO, conv: _Conv, row: Row, point: list) -> None:

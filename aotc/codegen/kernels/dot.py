@@ -1,8 +1,9 @@
-"""The dot kernel: a plain loop nest with a register accumulator (fast GEMM comes later).
+"""The dot kernel: f32 matmul-shaped dots on the GEMM engine, others as a plain loop nest.
 
-Output index = (batch..., lhs free..., rhs free...), as XLA orders dot results; the innermost
-loops run over the contracting dimensions. ``f16`` accumulates in ``f32``; integers wrap;
-``pred`` computes ``or`` of ``and``.
+``dot_gemm.py`` decides which dots are GEMMs (and runs them); the rest get the loop nest with
+a register accumulator below. Output index = (batch..., lhs free..., rhs free...), as XLA
+orders dot results; the innermost loops run over the contracting dimensions. ``f16``
+accumulates in ``f32``; integers wrap; ``pred`` computes ``or`` of ``and``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,26 @@ from llvmlite import ir
 
 from aotc.codegen.irtypes import register_type, scalar_constant, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.dot_gemm import GemmCall, emit_gemm_dot, gemm_dot
 from aotc.codegen.kernels.scalar_ops import convert
 from aotc.codegen.loops import entry_alloca, loop_nest
+from aotc.codegen.vector import VectorInfo
 from aotc.hlo.ir import DotDims, Instruction
 from aotc.hlo.shape import PrimitiveType, Shape
 
 
+def dot_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
+    """The GEMM's packing scratch; the loop kernel needs none."""
+    spec = gemm_dot(inst)
+    return spec.scratch_bytes(info) if spec is not None else 0
+
+
 def emit_dot_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
+    spec = gemm_dot(io.inst)
+    lhs, rhs = io.pointer(0), io.pointer(1)
+    if spec is not None and lhs is not None and rhs is not None:
+        emit_gemm_dot(b, spec, io.vector, GemmCall(io.outputs[0], lhs, rhs, io.scratch))
+        return
     out = io.inst.array_shape
 
     def store(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> None:

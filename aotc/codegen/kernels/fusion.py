@@ -10,7 +10,8 @@ the parameters being the fusion operands' generators; nothing in between is stor
   the elementwise ops on them) is computed once into a register, then the root's remaining
   dimensions are looped over, reading the cached values through the boundary broadcasts;
 * output: the dot kernel's loops, with the elementwise epilogue applied to each accumulated
-  element before the store.
+  element before the store; an f32 GEMM-shaped dot runs on the GEMM engine with the epilogue
+  in its tile store (``dot_gemm.py``).
 """
 
 from __future__ import annotations
@@ -22,16 +23,26 @@ from llvmlite import ir
 from aotc.codegen.irtypes import register_type, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.dot import emit_dot_loops
+from aotc.codegen.kernels.dot_gemm import (
+    ElementEpilogue,
+    GemmCall,
+    GemmDot,
+    emit_gemm_dot,
+    gemm_dot,
+    operand_reader,
+    single_pass,
+)
 from aotc.codegen.kernels.elemental import (
-    emit_scalar_computation,
     emit_store_loop,
     make_generator,
 )
-from aotc.codegen.kernels.reduce import emit_reduce_kernel
+from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold, interleaved
 from aotc.codegen.loops import entry_alloca, loop_nest
+from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Computation, Instruction, Opcode, parameter_number
-from aotc.passes.fusion_plan import FusionPlan, plan_computation
+from aotc.hlo.shape import PrimitiveType
+from aotc.passes.fusion_plan import FusionPlan, in_place_parameters, plan_computation
 
 Generators = dict[int, ElementGenerator]
 Cells = dict[int, ir.Value]
@@ -76,7 +87,49 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
     emit_store_loop(b, gens[id(root)], io.outputs[0], root.array_shape)
 
 
+def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
+    """Scratch for an output fusion on the GEMM engine; other fusions need none."""
+    spec = _fused_gemm(inst, info)
+    return spec.scratch_bytes(info) if spec is not None else 0
+
+
+def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:
+    """The GEMM form of an output fusion's dot, when its epilogue can run in the tile store.
+
+    The dot must read two fusion parameters and the root have the dot's f32 shape. A fusion
+    that may write over an operand (in place) needs a GEMM that stores each tile once: the
+    epilogue would otherwise read the operand where partial sums already are.
+    """
+    comp = fusion.called[0]
+    plan = plan_computation(comp)
+    if plan is None or plan.dot is None:
+        return None
+    dot, root = plan.dot, comp.root
+    if any(op.opcode is not Opcode.PARAMETER for op in dot.operands):
+        return None
+    if root.is_tuple or root.array_shape.dims != dot.array_shape.dims:
+        return None
+    if root.array_shape.dtype is not PrimitiveType.F32:
+        return None
+    spec = gemm_dot(dot, fusion.operands[parameter_number(dot.operands[1])])
+    if spec is None or (in_place_parameters(comp) and not single_pass(spec, info)):
+        return None
+    return spec
+
+
 def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: Instruction) -> None:
+    spec = _fused_gemm(io.inst, io.vector)
+    lhs, rhs = (io.pointer(parameter_number(op)) for op in dot.operands)
+    pointers = [p for p in io.pointers if p is not None]
+    if (
+        spec is not None
+        and lhs is not None
+        and rhs is not None
+        and len(pointers) == len(io.pointers)
+    ):
+        call = GemmCall(io.outputs[0], lhs, rhs, io.scratch, pointers)
+        emit_gemm_dot(b, spec, io.vector, call, lambda b, ptrs: _epilogue(io.inst, b, ptrs))
+        return
     current: Cells = {}
     gens = _generators(comp, io.operands, {id(dot): _cell_reader(current, dot)})
     root = comp.root
@@ -87,6 +140,23 @@ def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: I
 
     lhs, rhs = (gens[id(op)] for op in dot.operands)
     emit_dot_loops(b, dot, lhs, rhs, finish)
+
+
+def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> ElementEpilogue:
+    """The fused computation around the dot, reading the fusion's operands at ``pointers``."""
+    comp = fusion.called[0]
+    plan = plan_computation(comp)
+    assert plan is not None and plan.dot is not None
+    dot = plan.dot
+    readers = [operand_reader(op, p) for op, p in zip(fusion.operands, pointers, strict=True)]
+    cells: Cells = {}
+    gens = _generators(comp, readers, {id(dot): _cell_reader(cells, dot)})
+
+    def element(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
+        cells[id(dot)] = value
+        return gens[id(comp.root)](b, index)
+
+    return element
 
 
 def _cell_reader(cells: Cells, inst: Instruction) -> ElementGenerator:
@@ -129,13 +199,18 @@ def _row_value(
 def _fold_row(
     b: ir.IRBuilder, reduce: Instruction, gens: Generators, row: Sequence[ir.Value]
 ) -> ir.Value:
-    """Fold the trailing (reduced) dimensions of ``reduce``'s operand at ``row``."""
+    """Fold the trailing (reduced) dimensions of ``reduce``'s operand at ``row``.
+
+    ``fold`` makes float add/max accumulations reassociable, so the loop vectorizer turns the
+    reduced loop, elemental body included (exp of softmax, squares of layer norm), into
+    vector code with several accumulators.
+    """
     data, init = reduce.operands
     acc = entry_alloca(b, register_type(reduce.array_shape.dtype), "acc")
     b.store(gens[id(init)](b, []), acc)
     reduced = data.array_shape.dims[len(row) :]
-    with loop_nest(b, reduced, "r") as r:
+    with interleaved(b), loop_nest(b, reduced, "r") as r:
         element = gens[id(data)](b, [*row, *r])
         total = b.load(acc, typ=acc.allocated_type)
-        b.store(emit_scalar_computation(b, reduce.called[0], [total, element])[0], acc)
+        b.store(fold(b, reduce.called[0], [total], [element])[0], acc)
     return b.load(acc, typ=acc.allocated_type)

@@ -7,8 +7,9 @@ rows; pack A) > ``jr`` (NR) > ``ir`` (MR) > micro-kernel. Each loop runs over it
 then once more for a shorter last block specialized at compile time, so edges cost no runtime
 checks: packing pads with zeros and the tile store writes only the valid part.
 
-B is either a runtime pointer (packed per block into scratch) or a compile-time constant
-pre-packed by ``gemm_plan.pack_b`` (the caller emits those bytes as a read-only global and
+B is either a runtime pointer (packed per block into scratch; row-major ``[K,N]``, or
+``[N,K]`` with ``b_transposed``) or a compile-time constant pre-packed by
+``gemm_plan.pack_b`` (the caller emits those bytes as a read-only global and
 passes its address). ``M == 1`` takes a GEMV path that streams B once with ``nv`` vector
 accumulators and no packing.
 """
@@ -49,6 +50,7 @@ class GemmOptions:
     b_packed: bool = False
     epilogue: Epilogue | None = None
     extra_args: int = 0  # trailing ptr arguments the epilogue reads (see ``extra_args``)
+    b_transposed: bool = False  # runtime B is row-major [N,K] (not for GEMV)
 
 
 def extra_args(b: ir.IRBuilder, count: int) -> list[ir.Value]:
@@ -219,6 +221,9 @@ class _Gemm:
     def _pack_b(self, src: ir.Value, dst: ir.Value, jb: _Block, pb: _Block) -> None:
         """B[pc : pc+kc, jc : jc+nc] -> ``[nc/nr][kc][nr]`` panels, zero columns past N."""
         p, b = self.plan, self.b
+        if self.options.b_transposed:
+            self._pack_b_transposed(src, dst, jb, pb)
+            return
         for rb in _each_block(b, jb.size, p.nr, "pb"):
             col = offset(b, (jb.index, p.nc), (rb.index, p.nr))
             panel = gep(b, dst, offset(b, (rb.index, p.nr * pb.size)))
@@ -233,6 +238,25 @@ class _Gemm:
                         else ir.Constant(ir.VectorType(F32, p.vw), [0.0] * p.vw)
                     )
                     b.store(vec, gep(b, out, v * p.vw), align=4)
+
+    def _pack_b_transposed(self, src: ir.Value, dst: ir.Value, jb: _Block, pb: _Block) -> None:
+        """Like ``_pack_b`` from B^T ``[N,K]``: each column of a panel is a contiguous row."""
+        p, b = self.plan, self.b
+        for rb in _each_block(b, jb.size, p.nr, "pt"):
+            col = offset(b, (jb.index, p.nc), (rb.index, p.nr))
+            panel = gep(b, dst, offset(b, (rb.index, p.nr * pb.size)))
+            for j in range(p.nr):  # static: the panel's columns, zeros past the block
+                with for_range(b, pb.size, "ptk") as k:
+                    value = (
+                        b.load(
+                            gep(b, src, offset(b, (col, p.k), (pb.index, p.kc), (k, 1), j * p.k)),
+                            typ=F32,
+                            align=4,
+                        )
+                        if j < rb.size
+                        else ir.Constant(F32, 0.0)
+                    )
+                    b.store(value, gep(b, panel, offset(b, (k, p.nr), j)), align=4)
 
 
 def _emit_gemv(

@@ -1,0 +1,194 @@
+"""f32 dots on the packed GEMM engine (``gemm.py``): shape matching, weights, batches, epilogues.
+
+A dot takes this path when, after reading its dimension numbers, it is ``batch x A[M,K] @
+B[K,N]`` on row-major buffers: batch dimensions leading and in the same order on both sides,
+the lhs contracting on its last dimension (any number of free dimensions before it flatten
+into M), the rhs ``[K,N]`` or ``[N,K]`` (TF's ``transpose_b``: packed from rows). A constant
+unbatched B (the weights) is packed at compile time into a read-only global in the layout the
+micro-kernel reads; a runtime B is packed per block into the shared scratch. Each batch calls
+the GEMM function once with offset pointers. Everything else keeps the loop kernel.
+
+A fused elementwise epilogue (kOutput fusions) runs in the tile store: ``GemmOptions.epilogue``
+gets one vector of ``w`` columns of a row and evaluates the fused computation's element
+generators lane by lane (any op the elemental emitter knows works; LLVM's SLP vectorizer
+re-forms vectors from the simple chains). The generators read the fusion's operands through
+the GEMM function's extra pointer arguments, since the tile store runs in its own function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from aotc.codegen.irtypes import I8, I64, PTR, add_nuw, i64
+from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
+from aotc.codegen.kernels.elemental import delinearize, make_generator
+from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args
+from aotc.codegen.kernels.gemm_plan import GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
+from aotc.codegen.kernels.gemm_tile import Epilogue, gep
+from aotc.codegen.loops import for_range
+from aotc.codegen.vector import VectorInfo
+from aotc.hlo.ir import DotDims, Instruction, Opcode
+from aotc.hlo.shape import PrimitiveType
+
+ALIGN = 64
+
+
+@dataclass(frozen=True)
+class GemmDot:
+    """A dot as ``batch`` GEMMs ``[M,K] @ [K,N]``; the lhs free dims flatten into M."""
+
+    batch_dims: tuple[int, ...]
+    m: int
+    n: int
+    k: int
+    lhs_free: tuple[int, ...]
+    b_transposed: bool
+    b_constant: np.ndarray | None  # the rhs literal when it is an unbatched constant
+
+    @property
+    def batch(self) -> int:
+        return math.prod(self.batch_dims)
+
+    def plan(self, info: VectorInfo) -> GemmPlan:
+        return plan_gemm(self.m, self.n, self.k, info)
+
+    def scratch_bytes(self, info: VectorInfo) -> int:
+        return gemm_scratch_bytes(self.plan(info), self.b_constant is not None)
+
+
+def gemm_dot(dot: Instruction, rhs_source: Instruction | None = None) -> GemmDot | None:
+    """The GEMM form of ``dot``, or None when it needs the loop kernel.
+
+    ``rhs_source`` is the instruction whose buffer holds the rhs (a fusion's operand when the
+    dot is fused; default: the dot's own operand); a constant there is packed at compile time.
+    """
+    dims = dot.attrs
+    assert isinstance(dims, DotDims)
+    lhs, rhs = (op.array_shape for op in dot.operands)
+    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, dot.array_shape)):
+        return None
+    nb = len(dims.lhs_batch)
+    leading = tuple(range(nb))
+    if len(dims.lhs_contracting) != 1 or not dims.lhs_batch == dims.rhs_batch == leading:
+        return None
+    if dims.lhs_contracting[0] != lhs.rank - 1:
+        return None
+    if rhs.rank != nb + 2 or dims.rhs_contracting[0] not in (nb, nb + 1):
+        return None
+    transposed = dims.rhs_contracting[0] == nb + 1
+    n, k = rhs.dims[nb + (0 if transposed else 1)], lhs.dims[-1]
+    lhs_free = tuple(lhs.dims[nb:-1])
+    source = rhs_source if rhs_source is not None else dot.operands[1]
+    constant = source.literal if source.opcode is Opcode.CONSTANT and nb == 0 else None
+    spec = GemmDot(tuple(lhs.dims[:nb]), math.prod(lhs_free), n, k, lhs_free, transposed, None)
+    if constant is not None:
+        weights = np.asarray(constant, np.float32).reshape(rhs.dims)
+        return _with_constant(spec, weights.T if transposed else weights)
+    if min(spec.m, spec.n, spec.k) == 0 or (spec.m == 1 and transposed):
+        return None  # GEMV streams row-major B only
+    return spec
+
+
+def _with_constant(spec: GemmDot, weights: np.ndarray) -> GemmDot | None:
+    if min(spec.m, spec.n, spec.k) == 0:
+        return None
+    return GemmDot(spec.batch_dims, spec.m, spec.n, spec.k, spec.lhs_free, False, weights)
+
+
+def single_pass(spec: GemmDot, info: VectorInfo) -> bool:
+    """Whether the GEMM writes each element of C exactly once (no partial sums in C)."""
+    plan = spec.plan(info)
+    return spec.b_constant is not None if plan.gemv else plan.k <= plan.kc
+
+
+# ---- emission --------------------------------------------------------------------------------
+
+#: The epilogue's view of one output element: (builder, dot value, dot output index) -> value.
+ElementEpilogue = Callable[[ir.IRBuilder, ir.Value, Sequence[ir.Value]], ir.Value]
+#: Builds the element epilogue inside the tile function from the extra pointer arguments.
+EpilogueFactory = Callable[[ir.IRBuilder, list[ir.Value]], ElementEpilogue]
+
+
+@dataclass(frozen=True)
+class GemmCall:
+    """The pointers one GEMM dot reads and writes, in the calling kernel's function."""
+
+    out: ir.Value
+    lhs: ir.Value
+    rhs: ir.Value
+    scratch: ir.Value | None
+    extras: Sequence[ir.Value] = ()  # pointers the epilogue factory reads
+
+
+def emit_gemm_dot(
+    b: ir.IRBuilder,
+    spec: GemmDot,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: EpilogueFactory | None = None,
+) -> None:
+    """Compute the dot into ``call.out`` with one GEMM call per batch."""
+    plan = spec.plan(info)
+    n_extra = 1 + len(call.extras)  # the batch index travels as a pointer-sized integer
+    options = GemmOptions(
+        b_packed=spec.b_constant is not None,
+        epilogue=_vector_epilogue(spec, epilogue, n_extra) if epilogue else None,
+        extra_args=n_extra,
+        b_transposed=spec.b_transposed,
+    )
+    name = f"{b.function.name}.gemm"
+    gemm = emit_gemm(b.module, name, plan, info, options)
+    rhs = _packed_weights(b.module, name, plan, spec.b_constant) if options.b_packed else call.rhs
+    scratch = call.scratch if call.scratch is not None else ir.Constant(PTR, None)
+    strides = (spec.m * spec.n, spec.m * spec.k, 0 if options.b_packed else spec.k * spec.n)
+    with for_range(b, spec.batch, "batch") as batch:
+        bases = (call.out, call.lhs, rhs)
+        ptrs = [gep(b, p, b.mul(batch, i64(s))) for p, s in zip(bases, strides, strict=True)]
+        b.call(gemm, [*ptrs, scratch, b.inttoptr(batch, PTR), *call.extras])
+
+
+def _packed_weights(
+    module: ir.Module, name: str, plan: GemmPlan, weights: np.ndarray | None
+) -> ir.GlobalVariable:
+    """The constant B packed for ``plan``, as a private read-only 64-byte aligned global."""
+    assert weights is not None
+    data = bytearray(pack_b(plan, weights))
+    ty = ir.ArrayType(I8, len(data))
+    gv = ir.GlobalVariable(module, ty, f"{name}.packed_b")
+    gv.initializer = ir.Constant(ty, data)
+    gv.global_constant = True
+    gv.linkage = "private"
+    gv.unnamed_addr = True
+    gv.align = ALIGN
+    return gv
+
+
+def _vector_epilogue(spec: GemmDot, factory: EpilogueFactory, n_extra: int) -> Epilogue:
+    """The tile-store epilogue: the element epilogue applied to each lane of a vector."""
+
+    def epilogue(b: ir.IRBuilder, values: ir.Value, row: ir.Value, col: ir.Value) -> ir.Value:
+        batch_ptr, *extras = extra_args(b, n_extra)
+        element = factory(b, extras)
+        linear = b.ptrtoint(batch_ptr, I64)
+        batch = delinearize(b, linear, spec.batch_dims) if spec.batch_dims else []
+        rows = delinearize(b, row, spec.lhs_free) if spec.lhs_free else []
+        out = values
+        for lane in range(values.type.count):
+            index = [*batch, *rows, add_nuw(b, col, i64(lane))]
+            value = element(b, b.extract_element(values, i64(lane)), index)
+            out = b.insert_element(out, value, i64(lane))
+        return out
+
+    return epilogue
+
+
+def operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:
+    """Scalar constants as immediates, else loads from the buffer (as the entry emitter does)."""
+    if operand.opcode is Opcode.CONSTANT and operand.array_shape.size == 1:
+        return make_generator(operand, [])
+    return buffer_reader(ptr, operand.array_shape)
