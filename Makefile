@@ -6,7 +6,7 @@ AOTC   := $(VENV)/bin/aotc
 CC     ?= cc
 JOBS   ?= 2
 
-.PHONY: install test demo protos docs lint clean
+.PHONY: install test demo protos docs lint clean bench bench-env
 
 install: $(VENV)/.installed
 
@@ -34,6 +34,23 @@ lint: install
 	$(VENV)/bin/ruff check aotc tests tools
 	$(VENV)/bin/ruff format --check aotc tests tools
 	$(VENV)/bin/mypy aotc
+
+# Benchmark (not a test): a separate venv with TensorFlow, onnxruntime, tf2onnx (created once;
+# BENCH_VENV=... reuses another), then bench/run.py writes bench/RESULTS.md and RESULTS.json.
+# E.g. make bench BENCH_ARGS='--quick --models gemm,lenet --no-tfcompile'
+BENCH_VENV ?= build/bench-venv
+BENCH_ARGS ?=
+
+bench-env: $(BENCH_VENV)/.bench-installed
+
+$(BENCH_VENV)/.bench-installed: bench/requirements.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -r bench/requirements.txt
+	touch $@
+
+bench: install bench-env
+	$(BENCH_VENV)/bin/python bench/run.py --aotc $(AOTC) $(BENCH_ARGS)
 
 clean:
 	rm -rf build

@@ -13,8 +13,11 @@ from c_harness import run_compiled
 from test_codegen_conv import build, check, labels, window
 
 from aotc.codegen import TargetSpec, TensorInfo, compile_module
+from aotc.codegen.emitter import emit_module
 from aotc.codegen.kernels.conv import pointwise_gemm
-from aotc.codegen.kernels.dot_gemm import gemm_dot
+from aotc.codegen.kernels.dot import dot_scratch_bytes
+from aotc.codegen.kernels.dot_gemm import SMALL_GEMM_K, gemm_dot
+from aotc.codegen.vector import AVX512
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import ConvAttrs, DotDims, Instruction, Module
@@ -96,8 +99,8 @@ ENTRY main {
   bias = f32[33] parameter(2)
   xk = f32[6,300] parameter(3)
   wk = f32[300,20] parameter(4)
-  a = f32[2,5,16] parameter(5)
-  bt = f32[2,8,16] parameter(6)
+  a = f32[2,5,24] parameter(5)
+  bt = f32[2,8,24] parameter(6)
   r = f32[6,20] parameter(7)
   d = f32[7,33] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   bb = f32[7,33] broadcast(bias), dimensions={1}
@@ -138,6 +141,100 @@ def test_output_fusions_run_their_epilogue_in_the_gemm_tile_store() -> None:
     inputs = [weights(*p.array_shape.dims) for p in module.entry.parameters]
     ir_text = run_and_compare(module, inputs, rtol=1e-5)
     assert ir_text.count(".gemm.tile") > 0  # the fused dots took the GEMM path
+
+
+VECTOR_EPILOGUES = """
+HloModule m
+ENTRY main {
+  x = f32[9,40] parameter(0)
+  w = f32[40,35] parameter(1)
+  bias = f32[35] parameter(2)
+  rowb = f32[9] parameter(3)
+  other = f32[9,35] parameter(4)
+  d1 = f32[9,35] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[9,35] broadcast(bias), dimensions={1}
+  s1 = f32[9,35] add(d1, bb)
+  zero = f32[] constant(0)
+  six = f32[] constant(6)
+  relu6 = f32[9,35] clamp(zero, s1, six)
+  d2 = f32[9,35] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s2 = f32[9,35] add(d2, bb)
+  t2 = f32[9,35] tanh(s2)
+  d3 = f32[9,35] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  rb = f32[9,35] broadcast(rowb), dimensions={0}
+  s3 = f32[9,35] subtract(d3, rb)
+  m3 = f32[9,35] multiply(s3, other)
+  d4 = f32[9,35] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s4 = f32[9,35] add(d4, bb)
+  zb = f32[9,35] broadcast(zero), dimensions={}
+  positive = pred[9,35] compare(s4, zb), direction=GT
+  lg = f32[9,35] logistic(s4)
+  sel = f32[9,35] select(positive, s4, lg)
+  d5 = f32[9,35] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s5 = f32[9,35] add(d5, bb)
+  fb = f32[9,35] sine(s5)
+  ROOT t = (f32[9,35], f32[9,35], f32[9,35], f32[9,35], f32[9,35]) tuple(relu6, t2, m3, sel, fb)
+}"""
+
+
+def test_vector_epilogues_bias_activations_broadcasts_and_fallback() -> None:
+    """relu6 (clamp), tanh, a per-row broadcast times a plain operand, compare/select/logistic,
+    and sine (no vector form: lane by lane), all on N = 35 (two full vectors and an edge)."""
+    module = parse_module(VECTOR_EPILOGUES)
+    assert Fusion().run(module)
+    assert [r.opcode.value for r in module.entry.root.operands] == ["fusion"] * 5
+    inputs = [weights(*p.array_shape.dims) for p in module.entry.parameters]
+    ir_text = run_and_compare(module, inputs, rtol=1e-5)
+    assert ir_text.count(".gemm.tile") > 0
+
+
+def _tile_functions(ir_text: str) -> list[str]:
+    return re.findall(r"^define internal [^@]*@\"?[^(]*gemm\.tile.*?^}$", ir_text, re.M | re.S)
+
+
+DENSE_RELU = """
+HloModule m
+ENTRY main {
+  x = f32[20,64] parameter(0)
+  w = f32[64,40] constant({...})
+  bias = f32[40] parameter(1)
+  d = f32[20,40] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[20,40] broadcast(bias), dimensions={1}
+  s = f32[20,40] add(d, bb)
+  zero = f32[] constant(0)
+  zb = f32[20,40] broadcast(zero), dimensions={}
+  relu = f32[20,40] maximum(s, zb)
+  ROOT t = (f32[20,40]) tuple(relu)
+}"""
+
+
+def test_dense_bias_relu_epilogue_stores_whole_vectors() -> None:
+    """The f32 dense + bias + relu epilogue is vector code: no lane is extracted in the tile."""
+    literal = "{" + ",".join("{" + ",".join(["0.5"] * 40) + "}" for _ in range(64)) + "}"
+    module = parse_module(DENSE_RELU.replace("{...}", literal))
+    assert Fusion().run(module)
+    emitted = str(emit_module(module, "gd", AVX512)[0])  # before LLVM's SLP could re-form it
+    optimized = run_and_compare(module, [weights(20, 64), weights(40)], rtol=1e-5)
+    for ir_text in (emitted, optimized):
+        tiles = _tile_functions(ir_text)
+        assert tiles, "no GEMM tile functions"
+        assert not any("extractelement" in t for t in tiles)
+        assert any("<16 x float>" in t for t in tiles)
+
+
+def test_short_k_dots_keep_the_loop_kernel() -> None:
+    """K <= SMALL_GEMM_K (M > 1): loop kernel, no scratch; GEMV and longer K: the GEMM."""
+    k = SMALL_GEMM_K
+    shapes = [f32(8, k), f32(k, 24), f32(1, k), f32(8, 2 * k), f32(2 * k, 24)]
+    module = build(shapes, lambda mb, b, p: [
+        _dot(b, p[0], p[1], (1,), (0,)),
+        _dot(b, p[2], p[1], (1,), (0,)),
+        _dot(b, p[3], p[4], (1,), (0,)),
+    ])  # fmt: skip
+    dots = list(module.entry.root.operands)
+    assert [gemm_dot(d) is not None for d in dots] == [False, True, True]
+    assert dot_scratch_bytes(dots[0], AVX512) == 0
+    run_and_compare(module, [weights(*s.dims) for s in shapes], rtol=1e-5)
 
 
 def test_dot_ir_uses_neon_vectors_for_aarch64() -> None:

@@ -11,7 +11,7 @@ numpy; ULP = units in the last place of the float32 result:
 ==========  ==============================================  =========  =======================
 function    method                                          measured   bound the tests assert
 ==========  ==============================================  =========  =======================
-exp         Cephes ``expf``: x = n ln2 + r, polynomial;    0.94 ULP   2 ULP (incl. subnormal
+exp         Cephes ``expf``: x = n ln2 + r, polynomial;    0.96 ULP   2 ULP (incl. subnormal
             2^n applied in two exact steps                             results)
 log         Cephes ``logf``: frexp, polynomial             0.77 ULP   2 ULP
 expm1       Kahan: (u - 1) x / log u, u = exp x (|x| < 1)   2.35 ULP   4 ULP
@@ -20,13 +20,19 @@ tanh        Cephes ``tanhf``: odd poly below 0.625, else    1.22 ULP,  1e-6 abs,
             1 - 2 / (exp(2|x|) + 1)                         7.3e-8
 logistic    1 / (1 + e^-x); e^x / (1 + e^x) for x < 0      2.23 ULP,  1e-6 abs, 3 ULP
                                                             8.9e-8
-erf         x P(x^2) below 0.9; 1 - exp(-x^2) R(1/x) up to  2.31 ULP,  1e-6 abs, 3 ULP
-            3.92; +-1 beyond (P, R least-squares fits at    1.2e-7
+erf         x P(x^2) below 0.9; 1 - exp(-x^2) R(1/x) up to  2.26 ULP,  1e-6 abs, 3 ULP
+            3.92; +-1 beyond (P, R least-squares fits at    1.1e-7
             Chebyshev nodes)
 sin, cos    in f64: |x| = n pi/2 + r (Cody-Waite below      0.50 ULP   1 ULP, all finite x
             2^27, Payne-Hanek above), fdlibm
             ``__kernel_sindf/cosdf`` polynomials
 ==========  ==============================================  =========  =======================
+
+Polynomials are evaluated by Horner's rule with ``llvm.fmuladd``: one FMA per term where the
+target has FMA (x86 with FMA3, AArch64), a multiply and an add elsewhere, never a libm call.
+With FMA the figures above are those measured on x86-64 (znver4); against separate multiply
+and add, erf improved from 2.31 ULP (1.2e-7) and exp moved from 0.94 ULP, both well inside
+their bounds.
 
 sin/cos compute both reductions and select (branch-free); the Payne-Hanek path reads a small
 constant table of the bits of 2/pi (scalar loads, gathers once vectorized).
@@ -87,11 +93,15 @@ class _Ops:
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
         return self.b.fdiv(a, b)
 
+    def fmuladd(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
+        """``a * b + c``, fused where the target has FMA; never a libm ``fma`` call."""
+        return call_intrinsic(self.b, "fmuladd", [a, b, c])
+
     def poly(self, x: ir.Value, coefficients: Sequence[float]) -> ir.Value:
-        """Horner's rule; ``coefficients`` from the highest power down to the constant."""
+        """Horner's rule with ``llvm.fmuladd``; coefficients from the highest power down."""
         result: ir.Value = self.c(coefficients[0])
         for coefficient in coefficients[1:]:
-            result = self.add(self.mul(result, x), self.c(coefficient))
+            result = self.fmuladd(result, x, self.c(coefficient))
         return result
 
     def lt(self, a: ir.Value, b: ir.Value) -> ir.Value:

@@ -8,8 +8,8 @@ members, while the group stays compilable (``fusion_plan.plan_group``):
   except cheap ones -- broadcast, reshape, bitcast, iota, scalar constants -- which are
   duplicated into the group and kept for their other users;
 * parameters, tuples, get-tuple-element and non-scalar constants never join (they are buffers);
-* a dot joins the group of its only user as an output fusion (the epilogue); its operands stay
-  outside; a reduce joins its consumers as a row group (softmax, layer norm).
+* a dot or convolution joins the group of its only user as an output fusion (the epilogue);
+  its operands stay outside; a reduce joins its consumers as a row group (softmax, layer norm).
 
 Each group with more than one member is outlined into a fused computation whose parameters are
 the group's outside operands, in order of first use.
@@ -29,7 +29,7 @@ from aotc.hlo.ir import (
     Opcode,
     ParameterAttrs,
 )
-from aotc.passes.fusion_plan import ELEMENTAL, FusionPlan, plan_group
+from aotc.passes.fusion_plan import CONTRACTIONS, ELEMENTAL, FusionPlan, plan_group
 
 #: Producers worth duplicating into several groups: they compute nothing.
 CHEAP = frozenset({Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.IOTA, Opcode.CONSTANT})
@@ -54,7 +54,7 @@ class FusionGroup:
 @dataclass(frozen=True)
 class Fusion:
     """Fuse elementwise chains, reductions with their producers and consumers, and dot
-    epilogues into ``fusion`` instructions (kLoop, kInput, kOutput)."""
+    and convolution epilogues into ``fusion`` instructions (kLoop, kInput, kOutput)."""
 
     name: str = "fusion"
     max_members: int = 128  # bounds compile time of one kernel, not correctness
@@ -184,7 +184,7 @@ def _may_join(inst: Instruction) -> bool:
         return False
     if inst.opcode is Opcode.CONSTANT:
         return inst.array_shape.size == 1
-    return inst.opcode in ELEMENTAL or inst.opcode in (Opcode.REDUCE, Opcode.DOT)
+    return inst.opcode in ELEMENTAL or inst.opcode is Opcode.REDUCE or inst.opcode in CONTRACTIONS
 
 
 # ---- outlining -------------------------------------------------------------------------------

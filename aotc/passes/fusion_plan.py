@@ -16,8 +16,9 @@ Three shapes of group are accepted:
   ``broadcast(dimensions={0..k-1})`` whose users are index-preserving (elementwise) up to the
   root or a reduce's operand, or by a root of shape ``K``. Softmax and layer norm become one
   or two kernels this way.
-* **output** (kOutput): one dot whose only user is an elementwise chain up to the root; the dot
-  kernel applies that epilogue to each accumulated element before the store. The dot's
+* **output** (kOutput): one dot or convolution (a *contraction*) whose only user is an
+  elementwise chain up to the root; its kernel applies that epilogue to each accumulated
+  element before the store (in the GEMM tile store on the fast paths). The contraction's
   operands are fusion parameters, never fused.
 
 Expensive members (exp, divide, ...) must be computed once per element: never under an
@@ -53,6 +54,9 @@ DATA_MOVEMENT = frozenset({
     Opcode.CONCATENATE, Opcode.PAD, Opcode.REVERSE,
 })  # fmt: skip
 
+#: The opcodes an output fusion is built around (``FusionPlan.dot``).
+CONTRACTIONS = frozenset({Opcode.DOT, Opcode.CONVOLUTION})
+
 #: Opcodes a loop or row group may contain (the elemental emitter has generators for them).
 ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT}
 
@@ -64,7 +68,7 @@ class FusionPlan:
     kind: str  # kLoop, kInput, kOutput
     row_rank: int = 0  # k: the number of leading root dimensions looped over per row
     cached: tuple[Instruction, ...] = ()  # computed once per row, in post-order
-    dot: Instruction | None = None
+    dot: Instruction | None = None  # an output fusion's contraction (dot or convolution)
 
 
 class _Group:
@@ -101,7 +105,7 @@ def plan_group(members: Collection[Instruction], root: Instruction) -> FusionPla
     if any(m.is_tuple for m in members):
         return None
     group = _Group(members, root)
-    dots = [m for m in group.order if m.opcode is Opcode.DOT]
+    dots = [m for m in group.order if m.opcode in CONTRACTIONS]
     reduces = [m for m in group.order if m.opcode is Opcode.REDUCE]
     if dots:
         return _output_plan(group, dots) if not reduces else None
@@ -314,6 +318,8 @@ def in_place_parameters(comp: Computation) -> set[int]:
     root = comp.root
     if plan is None or root.opcode is Opcode.REDUCE or root.is_tuple:
         return set()
+    if plan.dot is not None and plan.dot.opcode is Opcode.CONVOLUTION:
+        return set()  # implicit GEMM keeps partial sums in the output across K blocks
     members = [i for i in comp.instructions if i.opcode is not Opcode.PARAMETER]
     group = _Group([*members, *comp.parameters], root)
 

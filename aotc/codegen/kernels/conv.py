@@ -10,39 +10,50 @@ accumulates in ``f32``; integers wrap; ``pred`` computes ``or`` of ``and``, as f
 
 Fast paths: an f32 1x1 convolution over NHWC data (``b01f_01io->b01f``, unit strides, no
 padding or dilation, one group) is a plain GEMM ``[N*H*W, Cin] @ [Cin, Cout]`` with the
-constant kernel pre-packed (``dot_gemm.py``). A depthwise convolution (one input feature per
-group) runs its innermost loop over the groups instead, which is the contiguous channel
-dimension of NHWC input, kernel and output, so it vectorizes over channels.
+constant kernel pre-packed (``dot_gemm.py``). Any other f32 NHWC convolution with one group
+(windows, strides, padding, dilations, transposed) is an implicit GEMM whose A panels are
+gathered from the input patches (``conv_gemm.py``). A depthwise convolution (one input
+feature per group) runs its innermost loop over the groups instead, which is the contiguous
+channel dimension of NHWC input, kernel and output, so it vectorizes over channels.
+
+The loop kernel also serves kOutput fusions (``emit_conv_loops`` hands each finished element
+to a callback that applies the epilogue); the fast paths run the epilogue in the tile store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir
 
 from aotc.codegen.irtypes import add_nuw, i64, mul_nuw, scalar_constant, store_element
-from aotc.codegen.kernels.base import KernelIO
-from aotc.codegen.kernels.dot_gemm import GemmCall, GemmDot, emit_gemm_dot
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.conv_gemm import ConvGemm, conv_gemm, emit_conv_gemm, is_nhwc
+from aotc.codegen.kernels.dot_gemm import GemmCall, GemmDot, VectorEpilogueFactory, emit_gemm_dot
 from aotc.codegen.kernels.scalar_ops import convert
 from aotc.codegen.kernels.window import Row, if_inside, place, window_positions
 from aotc.codegen.loops import loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
-from aotc.hlo.ir import ConvAttrs, ConvDims, Instruction, Opcode
+from aotc.hlo.ir import ConvAttrs, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType, Shape
+
+#: Receives each finished output element (in the output's type) and its index.
+Finish = Callable[[ir.IRBuilder, ir.Value, Sequence[ir.Value]], None]
 
 
 @dataclass(frozen=True)
 class _Conv:
-    """The instruction's shapes and attributes, and the accumulator type."""
+    """The instruction's shapes and attributes, operand generators and the accumulator type."""
 
     attrs: ConvAttrs
     lhs: Shape
     rhs: Shape
     out: Shape
     acc_dtype: PrimitiveType
+    operands: Sequence[ElementGenerator]
 
     @property
     def features(self) -> int:
@@ -54,19 +65,30 @@ class _Conv:
 
 
 def conv_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
-    """The GEMM's packing scratch for a 1x1 convolution; the loop kernel needs none."""
-    spec = pointwise_gemm(inst)
+    """The GEMM's packing scratch on a fast path; the loop kernel needs none."""
+    spec = conv_fast_path(inst)
     return spec.scratch_bytes(info) if spec is not None else 0
 
 
-def pointwise_gemm(inst: Instruction) -> GemmDot | None:
-    """The GEMM form of an f32 NHWC 1x1 convolution, or None."""
+def conv_fast_path(
+    inst: Instruction, rhs_source: Instruction | None = None
+) -> GemmDot | ConvGemm | None:
+    """The GEMM form of a convolution: pointwise (plain GEMM), implicit GEMM, or None."""
+    return pointwise_gemm(inst, rhs_source) or conv_gemm(inst, rhs_source)
+
+
+def pointwise_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> GemmDot | None:
+    """The GEMM form of an f32 NHWC 1x1 convolution, or None.
+
+    The output's leading dimensions are the GEMM's free lhs dimensions, so a fused epilogue
+    sees the output's own index.
+    """
     attrs = inst.attrs
     assert isinstance(attrs, ConvAttrs)
     lhs, rhs = (op.array_shape for op in inst.operands)
     if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, inst.array_shape)):
         return None
-    if not _is_nhwc(attrs.dims, lhs.rank) or attrs.feature_group_count != 1:
+    if not is_nhwc(attrs.dims, lhs.rank) or attrs.feature_group_count != 1:
         return None
     if any(w != type(w)(1) for w in attrs.window.dims) or attrs.batch_group_count != 1:
         return None
@@ -74,42 +96,58 @@ def pointwise_gemm(inst: Instruction) -> GemmDot | None:
     m = lhs.size // cin if cin else 0
     if min(m, cin, cout) == 0:
         return None
-    kernel = inst.operands[1]
+    kernel = rhs_source if rhs_source is not None else inst.operands[1]
     weights = None
     if kernel.opcode is Opcode.CONSTANT and kernel.literal is not None:
         weights = np.asarray(kernel.literal, np.float32).reshape(cin, cout)
-    return GemmDot((), m, cout, cin, (m,), False, weights)
+    return GemmDot((), m, cout, cin, tuple(lhs.dims[:-1]), False, weights)
 
 
-def _is_nhwc(d: ConvDims, rank: int) -> bool:
-    """``b01f_01io->b01f`` for any number of spatial dimensions."""
-    spatial = tuple(range(1, rank - 1))
-    return (
-        (d.input_batch, d.input_feature, d.input_spatial) == (0, rank - 1, spatial)
-        and (d.kernel_input_feature, d.kernel_output_feature) == (rank - 2, rank - 1)
-        and d.kernel_spatial == tuple(range(rank - 2))
-        and (d.output_batch, d.output_feature, d.output_spatial) == (0, rank - 1, spatial)
-    )
+def emit_conv_fast_path(
+    b: ir.IRBuilder,
+    spec: GemmDot | ConvGemm,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None = None,
+) -> None:
+    """Run a convolution on the GEMM engine (``call.lhs``: input, ``call.rhs``: kernel)."""
+    if isinstance(spec, ConvGemm):
+        emit_conv_gemm(b, spec, info, call, epilogue)
+    else:
+        emit_gemm_dot(b, spec, info, call, vector_epilogue=epilogue)
 
 
 def emit_convolution_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
-    attrs = io.inst.attrs
-    assert isinstance(attrs, ConvAttrs)
-    spec = pointwise_gemm(io.inst)
+    spec = conv_fast_path(io.inst)
     lhs_ptr, rhs_ptr = io.pointer(0), io.pointer(1)
     if spec is not None and lhs_ptr is not None and rhs_ptr is not None:
-        call = GemmCall(io.outputs[0], lhs_ptr, rhs_ptr, io.scratch)
-        emit_gemm_dot(b, spec, io.vector, call)
+        emit_conv_fast_path(
+            b, spec, io.vector, GemmCall(io.outputs[0], lhs_ptr, rhs_ptr, io.scratch)
+        )
         return
+    out = io.inst.array_shape
+
+    def store(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> None:
+        store_element(b, value, io.outputs[0], out, index)
+
+    emit_conv_loops(b, io.inst, io.operands, store)
+
+
+def emit_conv_loops(
+    b: ir.IRBuilder, inst: Instruction, operands: Sequence[ElementGenerator], finish: Finish
+) -> None:
+    """The loop kernel: each output element goes to ``finish`` (a store, or an epilogue)."""
+    attrs = inst.attrs
+    assert isinstance(attrs, ConvAttrs)
     if attrs.batch_group_count != 1:
         raise CodegenError(
-            f"convolution %{io.inst.name} with batch_group_count {attrs.batch_group_count} "
+            f"convolution %{inst.name} with batch_group_count {attrs.batch_group_count} "
             "is not supported by codegen yet"
         )
-    out = io.inst.array_shape
+    out = inst.array_shape
     acc_dtype = PrimitiveType.F32 if out.dtype is PrimitiveType.F16 else out.dtype
-    lhs, rhs = (op.array_shape for op in io.inst.operands)
-    conv = _Conv(attrs, lhs, rhs, out, acc_dtype)
+    lhs, rhs = (op.array_shape for op in inst.operands)
+    conv = _Conv(attrs, lhs, rhs, out, acc_dtype, operands)
     d = attrs.dims
     row = Row(b, acc_dtype, conv.features, "acc")
     points = [out.dims[d.output_batch], *(out.dims[s] for s in d.output_spatial)]
@@ -118,12 +156,12 @@ def emit_convolution_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
         with loop_nest(b, [conv.features], "z") as (c,):
             row.store(b, zero, c)
         with loop_nest(b, [w.size for w in attrs.window.dims], "k") as taps:
-            _accumulate_taps(b, io, conv, row, point, taps)
-        _store_row(b, io, conv, row, point)
+            _accumulate_taps(b, conv, row, point, taps)
+        _finish_row(b, conv, row, point, finish)
 
 
 def _accumulate_taps(
-    b: ir.IRBuilder, io: KernelIO, conv: _Conv, row: Row, point: list[ir.Value], taps: list
+    b: ir.IRBuilder, conv: _Conv, row: Row, point: list[ir.Value], taps: list
 ) -> None:
     d = conv.attrs.dims
     sizes = [conv.lhs.dims[s] for s in d.input_spatial]
@@ -132,26 +170,25 @@ def _accumulate_taps(
     per_out = conv.features // conv.groups
     if per_in == 1 and conv.groups > 1:
         with if_inside(b, inside):
-            _accumulate_depthwise(b, io, conv, row, point, taps, positions)
+            _accumulate_depthwise(b, conv, row, point, taps, positions)
         return
     with if_inside(b, inside), loop_nest(b, [conv.groups, per_in], "g") as (g, ci):
         x_at = {d.input_batch: point[0], d.input_feature: _flat(b, g, per_in, ci)}
         x_at.update(zip(d.input_spatial, positions, strict=True))
         x = convert(
-            b, io.operands[0](b, place(conv.lhs.rank, x_at)), conv.out.dtype, conv.acc_dtype
+            b, conv.operands[0](b, place(conv.lhs.rank, x_at)), conv.out.dtype, conv.acc_dtype
         )
         with loop_nest(b, [per_out], "co") as (co,):
             feature = _flat(b, g, per_out, co)
             w_at = {d.kernel_input_feature: ci, d.kernel_output_feature: feature}
             w_at.update(zip(d.kernel_spatial, taps, strict=True))
-            w = io.operands[1](b, place(conv.rhs.rank, w_at))
+            w = conv.operands[1](b, place(conv.rhs.rank, w_at))
             w = convert(b, w, conv.out.dtype, conv.acc_dtype)
             row.store(b, _multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
 
 
 def _accumulate_depthwise(
     b: ir.IRBuilder,
-    io: KernelIO,
     conv: _Conv,
     row: Row,
     point: list[ir.Value],
@@ -168,24 +205,25 @@ def _accumulate_depthwise(
     with loop_nest(b, [per_out, conv.groups], "dw") as (co, g):
         x_at = {d.input_batch: point[0], d.input_feature: g}
         x_at.update(zip(d.input_spatial, positions, strict=True))
-        x = io.operands[0](b, place(conv.lhs.rank, x_at))
+        x = conv.operands[0](b, place(conv.lhs.rank, x_at))
         x = convert(b, x, conv.out.dtype, conv.acc_dtype)
         feature = _flat(b, g, per_out, co)
         w_at = {d.kernel_input_feature: i64(0), d.kernel_output_feature: feature}
         w_at.update(zip(d.kernel_spatial, taps, strict=True))
         w = convert(
-            b, io.operands[1](b, place(conv.rhs.rank, w_at)), conv.out.dtype, conv.acc_dtype
+            b, conv.operands[1](b, place(conv.rhs.rank, w_at)), conv.out.dtype, conv.acc_dtype
         )
         row.store(b, _multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
 
 
-def _store_row(b: ir.IRBuilder, io: KernelIO, conv: _Conv, row: Row, point: list) -> None:
+def _finish_row(b: ir.IRBuilder, conv: _Conv, row: Row, point: list, finish: Finish) -> None:
     d = conv.attrs.dims
     with loop_nest(b, [conv.features], "f") as (f,):
         at = {d.output_batch: point[0], d.output_feature: f}
         at.update(zip(d.output_spatial, point[1:], strict=True))
-        value = convert(b, row.load(b, f), conv.acc_dtype, conv.out.dtype)
-        store_element(b, value, io.outputs[0], conv.out, place(conv.out.rank, at))
+        finish(
+            b, convert(b, row.load(b, f), conv.acc_dtype, conv.out.dtype), place(conv.out.rank, at)
+        )
 
 
 def _flat(b: ir.IRBuilder, group: ir.Value, size: int, within: ir.Value) -> ir.Value:

@@ -9,10 +9,16 @@ micro-kernel reads; a runtime B is packed per block into the shared scratch. Eac
 the GEMM function once with offset pointers. Everything else keeps the loop kernel.
 
 A fused elementwise epilogue (kOutput fusions) runs in the tile store: ``GemmOptions.epilogue``
-gets one vector of ``w`` columns of a row and evaluates the fused computation's element
-generators lane by lane (any op the elemental emitter knows works; LLVM's SLP vectorizer
-re-forms vectors from the simple chains). The generators read the fusion's operands through
-the GEMM function's extra pointer arguments, since the tile store runs in its own function.
+gets one vector of ``w`` columns of a row and evaluates the fused computation on it with vector
+generators (``elemental_vector.py``): a bias is one vector load, relu one compare and select,
+gelu one vectorized erf, instead of ``w`` extract/compute/insert chains per op that LLVM's SLP
+vectorizer had to re-form (slowly, and not always). Instructions without a vector form fall
+back to their element generators lane by lane. The generators read the fusion's operands
+through the GEMM function's extra pointer arguments, since the tile store runs in its own
+function.
+
+Dots with a short K stay on the loop kernel (``SMALL_GEMM_K``): there the GEMM's packing, calls
+and per-tile-kind micro-kernels cost more (run time, compile time, scratch) than they win.
 """
 
 from __future__ import annotations
@@ -27,6 +33,12 @@ from llvmlite import ir
 from aotc.codegen.irtypes import I8, I64, PTR, add_nuw, i64
 from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
 from aotc.codegen.kernels.elemental import delinearize, make_generator
+from aotc.codegen.kernels.elemental_vector import (
+    VectorGenerator,
+    f32_reader,
+    lanewise,
+    splat_generator,
+)
 from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args
 from aotc.codegen.kernels.gemm_plan import GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
 from aotc.codegen.kernels.gemm_tile import Epilogue, gep
@@ -36,6 +48,15 @@ from aotc.hlo.ir import DotDims, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
 
 ALIGN = 64
+
+#: Dots (M > 1) contracting over at most this many elements keep the loop kernel. LLVM unrolls
+#: the loop kernel's short K loop completely and vectorizes it along N, with no packing, no
+#: scratch and no per-tile-kind functions; from K = 32 on its serial K reduction loses badly.
+#: Measured on znver4 (AVX-512), constant B, median ns per dot, loop / GEMM:
+#: M=4 N=16: K=8 32/37, K=16 45/51, K=32 120/68; M=16 N=16: K=16 109/300, K=32 236/408;
+#: M=16 N=64: K=16 401/568, K=32 958/831; M=64 N=8: K=16 429/725; K=4 is a tie (+-20%).
+#: GEMV (M = 1) ties or wins at every K, and K >= 64 is 5-40x faster on the GEMM engine.
+SMALL_GEMM_K = 16
 
 
 @dataclass(frozen=True)
@@ -89,15 +110,20 @@ def gemm_dot(dot: Instruction, rhs_source: Instruction | None = None) -> GemmDot
     if constant is not None:
         weights = np.asarray(constant, np.float32).reshape(rhs.dims)
         return _with_constant(spec, weights.T if transposed else weights)
-    if min(spec.m, spec.n, spec.k) == 0 or (spec.m == 1 and transposed):
+    if _too_small(spec) or (spec.m == 1 and transposed):
         return None  # GEMV streams row-major B only
     return spec
 
 
 def _with_constant(spec: GemmDot, weights: np.ndarray) -> GemmDot | None:
-    if min(spec.m, spec.n, spec.k) == 0:
+    if _too_small(spec):
         return None
     return GemmDot(spec.batch_dims, spec.m, spec.n, spec.k, spec.lhs_free, False, weights)
+
+
+def _too_small(spec: GemmDot) -> bool:
+    """Empty, or so short in K that the loop kernel wins (``SMALL_GEMM_K``)."""
+    return min(spec.m, spec.n, spec.k) == 0 or (spec.m > 1 and spec.k <= SMALL_GEMM_K)
 
 
 def single_pass(spec: GemmDot, info: VectorInfo) -> bool:
@@ -112,6 +138,11 @@ def single_pass(spec: GemmDot, info: VectorInfo) -> bool:
 ElementEpilogue = Callable[[ir.IRBuilder, ir.Value, Sequence[ir.Value]], ir.Value]
 #: Builds the element epilogue inside the tile function from the extra pointer arguments.
 EpilogueFactory = Callable[[ir.IRBuilder, list[ir.Value]], ElementEpilogue]
+#: The epilogue's view of a piece of a row: (builder, ``<w x float>`` dot values, dot output
+#: index of lane 0) -> ``<w x float>``; the lanes run along the last (N) dimension.
+VectorEpilogue = Callable[[ir.IRBuilder, ir.Value, Sequence[ir.Value]], ir.Value]
+#: Builds the vector epilogue inside the tile function from the extra pointer arguments.
+VectorEpilogueFactory = Callable[[ir.IRBuilder, list[ir.Value]], VectorEpilogue]
 
 
 @dataclass(frozen=True)
@@ -131,13 +162,21 @@ def emit_gemm_dot(
     info: VectorInfo,
     call: GemmCall,
     epilogue: EpilogueFactory | None = None,
+    vector_epilogue: VectorEpilogueFactory | None = None,
 ) -> None:
-    """Compute the dot into ``call.out`` with one GEMM call per batch."""
+    """Compute the dot into ``call.out`` with one GEMM call per batch.
+
+    The fused epilogue, if any, is given per vector (``vector_epilogue``, preferred) or per
+    element (``epilogue``, applied lane by lane).
+    """
     plan = spec.plan(info)
     n_extra = 1 + len(call.extras)  # the batch index travels as a pointer-sized integer
+    if epilogue is not None:
+        assert vector_epilogue is None, "one epilogue at most"
+        vector_epilogue = lanewise_epilogue(epilogue)
     options = GemmOptions(
         b_packed=spec.b_constant is not None,
-        epilogue=_vector_epilogue(spec, epilogue, n_extra) if epilogue else None,
+        epilogue=_tile_epilogue(spec, vector_epilogue, n_extra) if vector_epilogue else None,
         extra_args=n_extra,
         b_transposed=spec.b_transposed,
     )
@@ -168,23 +207,36 @@ def _packed_weights(
     return gv
 
 
-def _vector_epilogue(spec: GemmDot, factory: EpilogueFactory, n_extra: int) -> Epilogue:
-    """The tile-store epilogue: the element epilogue applied to each lane of a vector."""
+def _tile_epilogue(spec: GemmDot, factory: VectorEpilogueFactory, n_extra: int) -> Epilogue:
+    """The tile-store epilogue: the vector epilogue at the piece's dot output index."""
 
     def epilogue(b: ir.IRBuilder, values: ir.Value, row: ir.Value, col: ir.Value) -> ir.Value:
         batch_ptr, *extras = extra_args(b, n_extra)
-        element = factory(b, extras)
         linear = b.ptrtoint(batch_ptr, I64)
         batch = delinearize(b, linear, spec.batch_dims) if spec.batch_dims else []
         rows = delinearize(b, row, spec.lhs_free) if spec.lhs_free else []
-        out = values
-        for lane in range(values.type.count):
-            index = [*batch, *rows, add_nuw(b, col, i64(lane))]
-            value = element(b, b.extract_element(values, i64(lane)), index)
-            out = b.insert_element(out, value, i64(lane))
-        return out
+        return factory(b, extras)(b, values, [*batch, *rows, col])
 
     return epilogue
+
+
+def lanewise_epilogue(factory: EpilogueFactory) -> VectorEpilogueFactory:
+    """An element epilogue applied to each lane of a vector (the general fallback)."""
+
+    def make(b: ir.IRBuilder, extras: list[ir.Value]) -> VectorEpilogue:
+        element = factory(b, extras)
+
+        def apply(b: ir.IRBuilder, values: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
+            out = values
+            for lane in range(values.type.count):
+                shifted = [*index[:-1], add_nuw(b, index[-1], i64(lane))]
+                value = element(b, b.extract_element(values, i64(lane)), shifted)
+                out = b.insert_element(out, value, i64(lane))
+            return out
+
+        return apply
+
+    return make
 
 
 def operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:
@@ -192,3 +244,12 @@ def operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:
     if operand.opcode is Opcode.CONSTANT and operand.array_shape.size == 1:
         return make_generator(operand, [])
     return buffer_reader(ptr, operand.array_shape)
+
+
+def operand_vector_reader(operand: Instruction, ptr: ir.Value) -> VectorGenerator:
+    """``operand_reader``'s vector twin: splat immediates, vector loads of f32 rows."""
+    if operand.opcode is Opcode.CONSTANT and operand.array_shape.size == 1:
+        return splat_generator(make_generator(operand, []))
+    if operand.array_shape.dtype is PrimitiveType.F32:
+        return f32_reader(ptr, operand.array_shape)
+    return lanewise(buffer_reader(ptr, operand.array_shape), lambda b, lane: None)

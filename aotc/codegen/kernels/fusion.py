@@ -9,33 +9,39 @@ the parameters being the fusion operands' generators; nothing in between is stor
 * row: a loop over the kept dimensions ``K``; per row, each cached member (inner reduces and
   the elementwise ops on them) is computed once into a register, then the root's remaining
   dimensions are looped over, reading the cached values through the boundary broadcasts;
-* output: the dot kernel's loops, with the elementwise epilogue applied to each accumulated
-  element before the store; an f32 GEMM-shaped dot runs on the GEMM engine with the epilogue
-  in its tile store (``dot_gemm.py``).
+* output: the dot (or convolution) kernel's loops, with the elementwise epilogue applied to
+  each accumulated element before the store; an f32 GEMM-shaped dot (or an NHWC convolution,
+  ``conv.py``) runs on the GEMM engine with the epilogue
+  evaluated on whole vectors in its tile store (``dot_gemm.py``, ``elemental_vector.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import register_type, store_element
+from aotc.codegen.irtypes import i64, register_type, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.conv import conv_fast_path, emit_conv_fast_path, emit_conv_loops
+from aotc.codegen.kernels.conv_gemm import ConvGemm
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
-    ElementEpilogue,
     GemmCall,
     GemmDot,
+    VectorEpilogue,
     emit_gemm_dot,
     gemm_dot,
     operand_reader,
+    operand_vector_reader,
     single_pass,
 )
 from aotc.codegen.kernels.elemental import (
     emit_store_loop,
     make_generator,
 )
+from aotc.codegen.kernels.elemental_vector import Memo, vector_generators
 from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold, interleaved
 from aotc.codegen.loops import entry_alloca, loop_nest
 from aotc.codegen.vector import VectorInfo
@@ -54,7 +60,9 @@ def emit_fusion_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     plan = plan_computation(comp)
     if plan is None:
         raise CodegenError(f"fusion %{io.inst.name} calls {comp.name}, which cannot be emitted")
-    if plan.dot is not None:
+    if plan.dot is not None and plan.dot.opcode is Opcode.CONVOLUTION:
+        _emit_conv_output_fusion(b, io, comp, plan.dot)
+    elif plan.dot is not None:
         _emit_output_fusion(b, io, comp, plan.dot)
     elif plan.cached:
         _emit_row_fusion(b, io, comp, plan)
@@ -89,7 +97,7 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
 
 def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     """Scratch for an output fusion on the GEMM engine; other fusions need none."""
-    spec = _fused_gemm(inst, info)
+    spec = _fused_gemm(inst, info) or _fused_conv(inst)
     return spec.scratch_bytes(info) if spec is not None else 0
 
 
@@ -105,7 +113,9 @@ def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:
     if plan is None or plan.dot is None:
         return None
     dot, root = plan.dot, comp.root
-    if any(op.opcode is not Opcode.PARAMETER for op in dot.operands):
+    if dot.opcode is not Opcode.DOT or any(
+        op.opcode is not Opcode.PARAMETER for op in dot.operands
+    ):
         return None
     if root.is_tuple or root.array_shape.dims != dot.array_shape.dims:
         return None
@@ -128,7 +138,8 @@ def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: I
         and len(pointers) == len(io.pointers)
     ):
         call = GemmCall(io.outputs[0], lhs, rhs, io.scratch, pointers)
-        emit_gemm_dot(b, spec, io.vector, call, lambda b, ptrs: _epilogue(io.inst, b, ptrs))
+        factory = partial(_epilogue, io.inst)
+        emit_gemm_dot(b, spec, io.vector, call, vector_epilogue=factory)
         return
     current: Cells = {}
     gens = _generators(comp, io.operands, {id(dot): _cell_reader(current, dot)})
@@ -142,21 +153,77 @@ def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: I
     emit_dot_loops(b, dot, lhs, rhs, finish)
 
 
-def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> ElementEpilogue:
-    """The fused computation around the dot, reading the fusion's operands at ``pointers``."""
+def _fused_conv(fusion: Instruction) -> GemmDot | ConvGemm | None:
+    """The GEMM form of an output fusion's convolution (root of its f32 shape), or None.
+
+    Convolution fusions never write over an operand (``in_place_parameters``), so partial sums
+    in the output are safe.
+    """
+    comp = fusion.called[0]
+    plan = plan_computation(comp)
+    if plan is None or plan.dot is None or plan.dot.opcode is not Opcode.CONVOLUTION:
+        return None
+    conv, root = plan.dot, comp.root
+    if any(op.opcode is not Opcode.PARAMETER for op in conv.operands) or root.is_tuple:
+        return None
+    if root.array_shape != conv.array_shape:
+        return None
+    return conv_fast_path(conv, fusion.operands[parameter_number(conv.operands[1])])
+
+
+def _emit_conv_output_fusion(
+    b: ir.IRBuilder, io: KernelIO, comp: Computation, conv: Instruction
+) -> None:
+    """A convolution with its epilogue: in the GEMM tile store, or per element of the loops."""
+    spec = _fused_conv(io.inst)
+    x, w = (io.pointer(parameter_number(op)) for op in conv.operands)
+    pointers = [p for p in io.pointers if p is not None]
+    if spec is not None and x is not None and w is not None and len(pointers) == len(io.pointers):
+        call = GemmCall(io.outputs[0], x, w, io.scratch, pointers)
+        emit_conv_fast_path(b, spec, io.vector, call, partial(_epilogue, io.inst))
+        return
+    current: Cells = {}
+    gens = _generators(comp, io.operands, {id(conv): _cell_reader(current, conv)})
+    root = comp.root
+
+    def finish(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> None:
+        current[id(conv)] = value
+        store_element(b, gens[id(root)](b, index), io.outputs[0], root.array_shape, index)
+
+    emit_conv_loops(b, conv, [gens[id(op)] for op in conv.operands], finish)
+
+
+def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> VectorEpilogue:
+    """The fused computation around the dot on vectors, reading the fusion's operands at
+    ``pointers``; instructions without a vector form run lane by lane on element generators."""
     comp = fusion.called[0]
     plan = plan_computation(comp)
     assert plan is not None and plan.dot is not None
     dot = plan.dot
-    readers = [operand_reader(op, p) for op, p in zip(fusion.operands, pointers, strict=True)]
-    cells: Cells = {}
-    gens = _generators(comp, readers, {id(dot): _cell_reader(cells, dot)})
+    operands = list(zip(fusion.operands, pointers, strict=True))
+    readers = [operand_reader(op, p) for op, p in operands]
+    vectors: Cells = {}
+    lane = [0]  # the lane the element generators compute when an instruction falls back
 
-    def element(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
-        cells[id(dot)] = value
-        return gens[id(comp.root)](b, index)
+    def dot_lane(b: ir.IRBuilder, index: Sequence[ir.Value]) -> ir.Value:
+        return b.extract_element(vectors[id(dot)], i64(lane[0]))  # only where it is read
 
-    return element
+    def before_lane(b: ir.IRBuilder, number: int) -> None:
+        lane[0] = number
+
+    scalars = _generators(comp, readers, {id(dot): dot_lane})
+    memo: Memo = {}
+
+    params = [operand_vector_reader(op, p) for op, p in operands]
+    special = {id(dot): lambda b, index, width: vectors[id(dot)]}
+    gens = vector_generators(comp, params, scalars, special, before_lane, memo)
+
+    def apply(b: ir.IRBuilder, values: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
+        vectors[id(dot)] = values
+        memo.clear()
+        return gens[id(comp.root)](b, index, values.type.count)
+
+    return apply
 
 
 def _cell_reader(cells: Cells, inst: Instruction) -> ElementGenerator:

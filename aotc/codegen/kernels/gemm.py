@@ -12,11 +12,15 @@ B is either a runtime pointer (packed per block into scratch; row-major ``[K,N]`
 ``gemm_plan.pack_b`` (the caller emits those bytes as a read-only global and
 passes its address). ``M == 1`` takes a GEMV path that streams B once with ``nv`` vector
 accumulators and no packing.
+
+A is row-major ``[M,K]`` at the ``A`` argument unless ``GemmOptions.a_packer`` says how to
+pack a panel from some other source (implicit GEMM: convolution patches gathered straight
+from the input, ``kernels/conv_gemm.py``); the packer writes the same ``[kc][mr]`` panel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -44,6 +48,25 @@ FIXED_ARGS = 4  # C, A, B, scratch
 
 
 @dataclass(frozen=True)
+class APanel:
+    """One ``mr``-row panel of packed A to fill: ``A[row : row+rows, k : k+kc]``.
+
+    ``rows`` and ``kc`` are static; rows ``rows..mr-1`` of the panel must be zeros. ``block``
+    is the K block's index (every block but the last holds ``plan.kc`` columns).
+    """
+
+    dst: ir.Value  # ptr to the panel, ``[kc][mr]`` floats
+    row: ir.Value  # i64 first row of A
+    rows: int
+    block: ir.Value  # i64 index of the K block
+    kc: int
+
+
+#: pack_a(builder, A argument, panel, plan): fill ``panel.dst`` from wherever A comes from.
+APacker = Callable[[ir.IRBuilder, ir.Value, APanel, GemmPlan], None]
+
+
+@dataclass(frozen=True)
 class GemmOptions:
     """How the function is called: constant pre-packed B or not, epilogue and its operands."""
 
@@ -51,6 +74,7 @@ class GemmOptions:
     epilogue: Epilogue | None = None
     extra_args: int = 0  # trailing ptr arguments the epilogue reads (see ``extra_args``)
     b_transposed: bool = False  # runtime B is row-major [N,K] (not for GEMV)
+    a_packer: APacker | None = None  # A is not a row-major [M,K] array (not for GEMV)
 
 
 def extra_args(b: ir.IRBuilder, count: int) -> list[ir.Value]:
@@ -207,6 +231,9 @@ class _Gemm:
         for qb in _each_block(b, ib.size, p.mr, "pa"):
             src_row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
             panel = gep(b, dst, offset(b, (qb.index, p.mr * pb.size)))
+            if self.options.a_packer is not None:
+                self.options.a_packer(b, a, APanel(panel, src_row, qb.size, pb.index, pb.size), p)
+                continue
             src = gep(b, a, offset(b, (src_row, p.k), (pb.index, p.kc)))
             with for_range(b, pb.size, "pak") as k:
                 out = gep(b, panel, offset(b, (k, p.mr)))

@@ -1,0 +1,124 @@
+"""aotc's column: ``aotc compile`` a model, link it with a generated C timing driver, run it.
+
+The driver reads the input from a file, calls ``<name>_run_buffers`` once and writes the
+result (for the accuracy check), then warms up and times calls one by one with
+``clock_gettime(CLOCK_MONOTONIC)`` until both a minimum count and a time budget are reached,
+and prints the median. Buffers are 64-byte aligned; ``temp`` is allocated once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+CC = os.environ.get("CC", "cc")
+
+DRIVER = r"""
+#define _POSIX_C_SOURCE 200112L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "@NAME@.h"
+
+#define MAX_RUNS 100000
+static double samples[MAX_RUNS];
+
+static void *aligned(size_t bytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes ? bytes : 64)) { fprintf(stderr, "oom\n"); exit(2); }
+  memset(p, 0, bytes);
+  return p;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 6) { fprintf(stderr, "usage: in out warmup min_runs budget_ms\n"); return 2; }
+  int warmup = atoi(argv[3]), min_runs = atoi(argv[4]);
+  double budget = atof(argv[5]);
+  const void *args[@UPPER@_NUM_ARGS + 1];
+  void *results[@UPPER@_NUM_RESULTS + 1];
+  void *x = aligned(@UPPER@_ARG0_BYTES);
+  FILE *f = fopen(argv[1], "rb");
+  if (!f || fread(x, 1, @UPPER@_ARG0_BYTES, f) != @UPPER@_ARG0_BYTES) return 3;
+  fclose(f);
+  args[0] = x;
+  for (int j = 0; j < @UPPER@_NUM_RESULTS; ++j) results[j] = aligned(@name@_result_info[j].bytes);
+  void *temp = aligned(@UPPER@_TEMP_BYTES);
+  if (@name@_run_buffers(args, results, temp) != 0) return 4;
+  f = fopen(argv[2], "wb");
+  if (!f || fwrite(results[0], 1, @UPPER@_RESULT0_BYTES, f) != @UPPER@_RESULT0_BYTES) return 5;
+  fclose(f);
+  for (int i = 0; i < warmup; ++i) @name@_run_buffers(args, results, temp);
+  int n = 0;
+  double start = now_ms();
+  while (n < MAX_RUNS && (n < min_runs || now_ms() - start < budget)) {
+    double t0 = now_ms();
+    @name@_run_buffers(args, results, temp);
+    samples[n++] = now_ms() - t0;
+  }
+  qsort(samples, n, sizeof(double), cmp);
+  printf("runs %d median_ms %.6f min_ms %.6f\n", n, samples[n / 2], samples[0]);
+  return 0;
+}
+"""
+
+
+def _driver_source(name: str) -> str:
+    return DRIVER.replace("@NAME@", name).replace("@name@", name).replace("@UPPER@", name.upper())
+
+
+def compile_model(aotc: str, graph: Path, config: Path, name: str, work: Path) -> float:
+    """Runs ``aotc compile`` (no cache) into ``work/name.{o,h}``; returns the seconds it took."""
+    work.mkdir(parents=True, exist_ok=True)
+    cmd = [aotc, "compile", "-q", str(graph), "-c", str(config), "-o", str(work / name)]
+    start = time.perf_counter()
+    done = subprocess.run([*cmd, "--no-cache"], capture_output=True, text=True, timeout=1800)
+    if done.returncode:
+        raise RuntimeError(f"aotc compile failed: {(done.stderr or done.stdout).strip()[-300:]}")
+    return time.perf_counter() - start
+
+
+def link_driver(name: str, work: Path) -> Path:
+    """The timing program for ``work/name.o``, built with ``cc -O2``."""
+    (work / "driver.c").write_text(_driver_source(name))
+    exe = work / "driver"
+    cmd = [CC, "-O2", "-std=c99", "-I", str(work), str(work / "driver.c"), str(work / f"{name}.o")]
+    done = subprocess.run([*cmd, "-o", str(exe), "-lm"], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"cc failed: {done.stderr.strip()[-300:]}")
+    return exe
+
+
+def run_driver(
+    exe: Path, x: np.ndarray, out_shape: tuple[int, ...], runs: tuple[int, int, float]
+) -> tuple[float, int, np.ndarray]:
+    """(median ms, number of timed runs, the output) of the driver; ``runs`` is
+    (warm-up calls, minimum timed calls, time budget in seconds)."""
+    work = exe.parent
+    np.ascontiguousarray(x, np.float32).tofile(work / "x.bin")
+    warmup, min_runs, budget_s = runs
+    cmd = [str(exe), str(work / "x.bin"), str(work / "y.bin"), str(warmup), str(min_runs)]
+    done = subprocess.run([*cmd, str(budget_s * 1e3)], capture_output=True, text=True, timeout=900)
+    if done.returncode:
+        raise RuntimeError(f"driver exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    match = re.search(r"runs (\d+) median_ms ([\d.]+)", done.stdout)
+    if not match:
+        raise RuntimeError(f"driver printed no timing: {done.stdout[-200:]}")
+    y = np.fromfile(work / "y.bin", np.float32).reshape(out_shape)
+    return float(match.group(2)), int(match.group(1)), y

@@ -1,0 +1,217 @@
+"""RESULTS.md from the benchmark's JSON: summary, targets, one table per model, environment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SYSTEMS = ["aotc", "numpy", "tfcompile", "tf_graph", "xla_jit", "tflite", "onnxruntime"]
+LABELS = {
+    "aotc": "aotc (C driver)",
+    "numpy": "numpy / OpenBLAS",
+    "tfcompile": "tfcompile",
+    "tf_graph": "TF graph executor",
+    "xla_jit": "TF XLA JIT",
+    "tflite": "TF Lite + XNNPACK",
+    "onnxruntime": "onnxruntime (tf2onnx)",
+}
+TOLERANCE = 1e-4
+GEMM_TARGET = 0.8  # aotc throughput / numpy throughput
+BEST_TARGET = 1.5  # aotc time / best of TF Lite and onnxruntime
+
+
+def ms(entry: dict[str, Any] | None) -> float | None:
+    """The median ms of a system's entry, or None when it did not run."""
+    return entry.get("ms") if entry and entry.get("status") == "ok" else None
+
+
+def best_lite_ort(systems: dict[str, Any]) -> tuple[float | None, str]:
+    """(time, name) of the faster of TF Lite and onnxruntime."""
+    found = [(ms(systems.get(s)), s) for s in ("tflite", "onnxruntime")]
+    found = [(t, s) for t, s in found if t is not None]
+    return min(found) if found else (None, "")
+
+
+def _fmt_ms(t: float | None) -> str:
+    if t is None:
+        return "—"
+    if t < 0.1:
+        return f"{t:.4f}"
+    return f"{t:.3f}" if t < 10 else f"{t:.1f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "—" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def _status(entry: dict[str, Any] | None) -> str:
+    if not entry:
+        return "not run"
+    if entry["status"] == "ok":
+        return _fmt_ms(entry["ms"])
+    return entry["status"]
+
+
+def summary_table(results: list[dict[str, Any]]) -> list[str]:
+    """One row per model: aotc ms, each baseline's ms and aotc/baseline."""
+    head = "| model | aotc ms | " + " | ".join(LABELS[s] for s in SYSTEMS[1:])
+    head += " | aotc / best(TFLite, ORT) |"
+    lines = [head, "|---" * (len(SYSTEMS) + 2) + "|"]
+    for r in results:
+        systems = r["systems"]
+        ours = ms(systems.get("aotc"))
+        cells = [r["name"], _status(systems.get("aotc"))]
+        for s in SYSTEMS[1:]:
+            entry = systems.get(s)
+            theirs = ms(entry)
+            if theirs is None:
+                cells.append("—" if s == "numpy" and not entry else _short(entry))
+            else:
+                cells.append(f"{_fmt_ms(theirs)} ({_ratio(ours, theirs)}×)")
+        best, _ = best_lite_ort(systems)
+        cells.append(_ratio(ours, best))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _short(entry: dict[str, Any] | None) -> str:
+    if not entry:
+        return "—"
+    return "unsupported" if entry["status"] == "unsupported" else "failed"
+
+
+def model_table(r: dict[str, Any]) -> list[str]:
+    """The per-model table: every system's median, run count, error and aotc's ratio to it."""
+    systems = r["systems"]
+    ours = ms(systems.get("aotc"))
+    lines = [f"### {r['name']}", "", r["description"] + ".", ""]
+    lines += ["| system | median ms | runs | max rel err vs TF | aotc / this | note |"]
+    lines += ["|---|---|---|---|---|---|"]
+    for s in SYSTEMS:
+        entry = systems.get(s)
+        if not entry:
+            continue
+        err = entry.get("error")
+        cells = [
+            LABELS[s],
+            _status(entry),
+            str(entry.get("runs", "")),
+            "" if err is None else f"{err:.1e}",
+            _ratio(ours, ms(entry)),
+            _note(entry.get("note", "")),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if r.get("flops") and ours:
+        lines += ["", f"aotc: {r['flops'] / ours / 1e6:.1f} GFLOP/s."]
+    return [*lines, ""]
+
+
+def _note(text: str, limit: int = 110) -> str:
+    """A table-safe note; unsupported-op messages cut down to the op."""
+    text = text.replace("|", "/").replace("\n", " ")
+    for op in ("Erfc", "Erf"):
+        if f", {op}," in text or f"op [{op}" in text or f": {op}]" in text:
+            return f"{op} not supported by onnxruntime/tf2onnx"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def target_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Issue 5's targets, each marked met / not met by this run's numbers."""
+    groups = {
+        "GEMM: ≥ 0.8× numpy/OpenBLAS single-thread throughput": [],
+        "Bundled fixtures (the issue's targets): faster than tfcompile and XLA JIT, within "
+        "1.5× of the best of TF Lite / onnxruntime, matching TF within 1e-4": [],
+        "Issue 5's benchmark models, same criteria (informative)": [],
+    }
+    keys = list(groups)
+    for r in results:
+        systems = r["systems"]
+        ours = ms(systems.get("aotc"))
+        if r["name"].startswith("gemm_"):
+            numpy = ms(systems.get("numpy"))
+            ok = ours is not None and numpy is not None and numpy / ours >= GEMM_TARGET
+            groups[keys[0]].append(
+                f"- {r['name']}: {_mark(ok)}, aotc at {_ratio(numpy, ours)}× numpy's throughput"
+            )
+        elif r.get("kind") in ("fixture", "model"):
+            group = keys[1] if r["kind"] == "fixture" else keys[2]
+            groups[group].append(f"- {_model_targets(r['name'], systems, ours)}")
+    lines: list[str] = []
+    for title, items in groups.items():
+        if items:
+            lines += [f"{title}:", "", *items, ""]
+    return lines
+
+
+def _model_targets(name: str, systems: dict[str, Any], ours: float | None) -> str:
+    checks = []
+    for s in ("tfcompile", "xla_jit"):
+        theirs = ms(systems.get(s))
+        if theirs is None:
+            checks.append(f"vs {s}: n/a")
+        else:
+            checks.append(f"{_mark(ours is not None and ours < theirs)} faster than {s} "
+                          f"({_ratio(ours, theirs)}×)")  # fmt: skip
+    best, who = best_lite_ort(systems)
+    if best is None:
+        checks.append("vs TF Lite/ORT: n/a")
+    else:
+        ok = ours is not None and ours <= BEST_TARGET * best
+        checks.append(f"{_mark(ok)} within {BEST_TARGET}× of {who} ({_ratio(ours, best)}×)")
+    err = (systems.get("aotc") or {}).get("error")
+    ok = err is not None and err <= TOLERANCE
+    checks.append(f"{_mark(ok)} matches TF ({'—' if err is None else f'{err:.1e}'})")
+    return f"{name}: " + "; ".join(checks)
+
+
+def _mark(ok: bool) -> str:
+    return "**met**" if ok else "**NOT met**"
+
+
+def render(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
+    """The whole RESULTS.md."""
+    lines = ["# aotc benchmark results", ""]
+    lines += [
+        f"Generated by `make bench` (`bench/run.py`) on {env['date']}. Median latency of one call, "
+        "single thread (process pinned to one core), all systems measured in the same run. "
+        "`aotc / X` < 1 means aotc is faster. Raw numbers: `RESULTS.json`.",
+        "",
+        "## Summary (ms; in parentheses aotc time / that system's time)",
+        "",
+        *summary_table(results),
+        "",
+        "## Issue 5 targets, by this run's numbers",
+        "",
+        *target_lines(results),
+        "",
+        "## Machine and versions",
+        "",
+        *[f"- {k}: {v}" for k, v in env.items() if k != "argv"],
+        "",
+        "## How to reproduce",
+        "",
+        "```",
+        "make bench                                   # full run, writes bench/RESULTS.{md,json}",
+        "make bench BENCH_ARGS='--quick --models gemm'   # quick iteration on a subset",
+        "make bench BENCH_VENV=/path/to/venv          # reuse an env with tensorflow-cpu 2.21",
+        "```",
+        "",
+        f"This run: `{env.get('argv', '')}`.",
+        "",
+        "The bench environment (`build/bench-venv`, from `bench/requirements.txt`) holds "
+        "TensorFlow, onnxruntime and tf2onnx; aotc itself runs from `.venv` through its CLI. "
+        "aotc's column compiles each graph with `aotc compile --no-cache`, links the object "
+        "with a generated C driver (`cc -O2`) and times `<name>_run_buffers` with "
+        "`clock_gettime`; the others are timed call by call from Python (TF graph: "
+        "`Session.run` with intra/inter-op threads 1; XLA: the graph imported into "
+        "`tf.function(jit_compile=True)`; TF Lite: `TFLiteConverter.from_frozen_graph`, "
+        "`Interpreter(num_threads=1)`; onnxruntime: `tf2onnx.convert.from_graph_def` opset 17, "
+        "`intra_op_num_threads=1`; numpy: `x @ b`). tfcompile: "
+        "`../shared/bench/tfcompile_baseline.py` (its C++ driver's median). Errors are "
+        "max |y − y_TF| / max |y_TF| against the TF graph executor's output.",
+        "",
+        "## Per-model tables",
+        "",
+    ]
+    for r in results:
+        lines += model_table(r)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,100 @@
+"""Convolutions as implicit GEMM: compiled, run from C, compared with the evaluator.
+
+One module per test holds many shapes, so a few compiles cover the packer's cases: padding
+(SAME, VALID, negative), strides, dilations, transposed (base-dilated) inputs, odd ``Cin`` and
+``Cout``, a K split inside a tap, runtime kernels, and the fused bias/activation epilogue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from test_codegen_conv import build, check, labels, window
+from test_codegen_gemm_dot import run_and_compare
+
+from aotc.codegen.kernels.conv import pointwise_gemm
+from aotc.codegen.kernels.conv_gemm import conv_gemm
+from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
+from aotc.hlo.ir import ConvAttrs, Instruction, Opcode, Window
+from aotc.hlo.shape import PrimitiveType, Shape
+from aotc.passes.fusion import Fusion
+
+RNG = np.random.default_rng(11)
+F32 = PrimitiveType.F32
+NHWC = labels("b01f_01io->b01f")
+
+
+def f32(*dims: int) -> Shape:
+    return Shape(F32, dims)
+
+
+def weights(*dims: int) -> np.ndarray:
+    return RNG.standard_normal(dims).astype(np.float32)
+
+
+def conv(b: ComputationBuilder, x: Instruction, w: Instruction, win: Window) -> Instruction:
+    return b.convolution(x, w, ConvAttrs(win, NHWC))
+
+
+SAME3 = window((3, 1, 1, 1), (3, 1, 1, 1))
+
+# (input, kernel [kh, kw, cin, cout], window): every one takes the implicit GEMM path
+CASES = [
+    ((2, 9, 9, 8), (3, 3, 8, 20), SAME3),  # 3x3 SAME, batch 2, Cout not a multiple of 16
+    ((1, 9, 8, 8), (3, 3, 8, 16), window((3,), (3,))),  # VALID
+    ((1, 11, 10, 8), (3, 3, 8, 33), window((3, 2, 1, 1), (3, 2, 0, 1))),  # stride 2
+    ((1, 10, 10, 8), (3, 3, 8, 16), window((3, 1, 2, 2, 1, 2), (3, 1, 2, 2, 1, 2))),  # dilation 2
+    ((1, 12, 11, 6), (5, 5, 6, 24), window((5, 1, 2, 2), (5, 1, 2, 2))),  # 5x5
+    ((1, 23, 23, 3), (7, 7, 3, 40), window((7, 2, 3, 3), (7, 2, 3, 3))),  # ResNet stem, Cin 3
+    ((2, 6, 14, 16), (1, 3, 16, 17), window((1,), (3, 1, 1, 1))),  # 1x3
+    ((1, 8, 8, 8), (1, 1, 8, 16), window((1, 2), (1, 2))),  # strided 1x1
+    ((1, 7, 7, 8), (3, 3, 8, 16), window((3, 1, -1, 1), (3, 1, 0, -1))),  # negative padding
+    ((1, 5, 6, 8), (3, 3, 8, 18), window((3, 1, 1, 2, 2), (3, 1, 1, 2, 2))),  # transposed, s2
+    ((1, 6, 5, 320), (2, 2, 320, 18), window((2,), (2, 1, 0, 1))),  # Cin > KC: split taps
+]
+
+
+def _cases_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
+    out = []
+    for (_, kernel, win), x in zip(CASES, ps[:-1], strict=True):
+        out.append(conv(b, x, b.constant(weights(*kernel)), win))
+    out.append(conv(b, ps[0], ps[-1], SAME3))  # a runtime kernel: B packed at run time
+    return out
+
+
+def test_implicit_gemm_shapes_match_the_evaluator() -> None:
+    shapes = [f32(*x) for x, _, _ in CASES] + [f32(*CASES[0][1])]
+    module = build(shapes, _cases_body)
+    convs = module.entry.root.operands
+    assert all(conv_gemm(c) is not None and pointwise_gemm(c) is None for c in convs)
+    check(module, [weights(*s.dims) for s in shapes], rtol=2e-5)
+
+
+def _fused_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
+    """conv + bias + relu (implicit GEMM, 1x1 GEMM, and an f32 grouped loop kernel), and a
+    residual add whose operand has the output's shape."""
+    x, residual = ps
+    zero = b.constant(np.float32(0.0))
+    outs = []
+    for kernel, win, groups in [
+        ((3, 3, 8, 20), SAME3, 1),
+        ((1, 1, 8, 24), window((1,), (1,)), 1),
+        ((3, 3, 4, 20), SAME3, 2),
+    ]:
+        c = b.convolution(x, b.constant(weights(*kernel)), ConvAttrs(win, NHWC, groups))
+        dims = c.array_shape.dims
+        biased = b.binary(Opcode.ADD, c, b.broadcast(b.constant(weights(dims[-1])), dims, [3]))
+        outs.append(b.binary(Opcode.MAXIMUM, biased, b.broadcast(zero, dims, [])))
+    c = conv(b, x, b.constant(weights(3, 3, 8, 20)), SAME3)
+    outs.append(b.binary(Opcode.ADD, c, residual))
+    return outs
+
+
+def test_conv_bias_relu_becomes_an_output_fusion_with_the_epilogue_in_the_tile_store() -> None:
+    module = build([f32(2, 9, 9, 8), f32(2, 9, 9, 20)], _fused_body)
+    assert Fusion().run(module)
+    roots = module.entry.root.operands
+    assert [r.opcode for r in roots] == [Opcode.FUSION] * 4
+    assert all(r.attrs.kind == "kOutput" for r in roots)  # type: ignore[union-attr]
+    inputs = [weights(2, 9, 9, 8), weights(2, 9, 9, 20)]
+    ir_text = run_and_compare(module, inputs, rtol=2e-5)
+    assert ir_text.count(".gemm.tile") > 0
