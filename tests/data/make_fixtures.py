@@ -4,9 +4,9 @@
 This is the only place in the repository that imports TensorFlow. It needs a
 separate environment::
 
-    python -m venv /tmp/tfenv
-    /tmp/tfenv/bin/pip install tensorflow-cpu==2.21.0
-    /tmp/tfenv/bin/python tests/data/make_fixtures.py
+    python -m venv .tfenv
+    .tfenv/bin/pip install tensorflow-cpu==2.21.0
+    .tfenv/bin/python tests/data/make_fixtures.py
 
 For every fixture NAME it writes, under ``tests/data/tf/``:
 
@@ -683,13 +683,18 @@ def main() -> int:
         "## Regenerating",
         "",
         "```sh",
-        "python -m venv /tmp/tfenv",
-        "/tmp/tfenv/bin/pip install tensorflow-cpu==2.21.0",
-        "/tmp/tfenv/bin/python tests/data/make_fixtures.py",
+        "python -m venv .tfenv",
+        ".tfenv/bin/pip install tensorflow-cpu==2.21.0",
+        ".tfenv/bin/python tests/data/make_fixtures.py",
         "```",
         "",
         "The script also rewrites `examples/mlp/{mlp.pb,mlp.yaml,expected.npz,expected.txt}`",
         "and this README. It is seeded; with the same TF version the output is byte-identical.",
+        "The other fixtures here come from sibling scripts with the same contract, each",
+        "writing only its own files: `make_math_fixtures.py` (math, reductions, contractions,",
+        "types), `make_array_fixtures.py` (shape and data movement, gather),",
+        "`make_conv_fixtures.py` (convolution, pooling, batch norm, resize) and",
+        "`make_model_fixtures.py` (whole Keras models: `model_*`).",
         "",
         "## Files",
         "",
