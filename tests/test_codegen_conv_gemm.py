@@ -98,3 +98,30 @@ def test_conv_bias_relu_becomes_an_output_fusion_with_the_epilogue_in_the_tile_s
     inputs = [weights(2, 9, 9, 8), weights(2, 9, 9, 20)]
     ir_text = run_and_compare(module, inputs, rtol=2e-5)
     assert ir_text.count(".gemm.tile") > 0
+
+
+def _narrow_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
+    """conv + bias + relu with few filters (LeNet's 6 and 16), and Cin below the threshold."""
+    zero = b.constant(np.float32(0.0))
+    outs = []
+    for x, kernel, win in [
+        (ps[0], (5, 5, 6, 16), window((5,), (5,))),
+        (ps[0], (5, 5, 6, 6), window((5, 1, 2, 2), (5, 1, 2, 2))),
+        (ps[0], (3, 3, 6, 1), SAME3),
+        (ps[1], (5, 5, 1, 6), window((5, 1, 2, 2), (5, 1, 2, 2))),  # Cin 1: the loop kernel
+    ]:
+        c = conv(b, x, b.constant(weights(*kernel)), win)
+        dims = c.array_shape.dims
+        biased = b.binary(Opcode.ADD, c, b.broadcast(b.constant(weights(dims[-1])), dims, [3]))
+        outs.append(b.binary(Opcode.MAXIMUM, biased, b.broadcast(zero, dims, [])))
+    return outs
+
+
+def test_small_cout_convs_with_bias_relu_take_narrow_gemm_tiles() -> None:
+    module = build([f32(2, 14, 14, 6), f32(2, 12, 12, 1)], _narrow_body)
+    convs = [r.operands[0].operands[0] for r in module.entry.root.operands]
+    assert [conv_gemm(c) is not None for c in convs] == [True, True, True, False]
+    assert Fusion().run(module)
+    inputs = [weights(2, 14, 14, 6), weights(2, 12, 12, 1)]
+    ir_text = run_and_compare(module, inputs, rtol=2e-5)
+    assert ir_text.count(".gemm.tile") > 0

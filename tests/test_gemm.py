@@ -96,6 +96,13 @@ SHAPES = [
     (200, 70, 300),  # M over MC, K over KC with a short last block
     (20, 2100, 40),  # N over NC
     (256, 256, 256),
+    # narrow N: one-vector tiles with row-major A panels (N = 1 and 6: 4 and 8 lanes)
+    (40, 1, 50),
+    (45, 6, 70),
+    (33, 10, 300),  # K over KC: a short last K block in the panel's row stride
+    (70, 16, 40),
+    (61, 24, 33),
+    (50, 33, 20),
 ]
 
 
@@ -124,6 +131,19 @@ def test_plan_tiles_follow_the_vector_shape() -> None:
     assert plan_gemm(1, 512, 512, AVX512).gemv
     small = plan_gemm(8, 512, 512, AVX512)
     assert small.mr == 8 and small.mr * small.nv + small.nv <= AVX512.registers
+
+
+@pytest.mark.parametrize(
+    ("n", "lanes", "nv", "a_rows"),
+    [(1, 4, 1, True), (6, 8, 1, True), (10, 16, 1, True), (16, 16, 1, True), (24, 16, 2, False)],
+)
+def test_narrow_n_gets_a_narrow_tile_with_more_rows(
+    n: int, lanes: int, nv: int, a_rows: bool
+) -> None:
+    plan = plan_gemm(512, n, 256, AVX512)
+    assert (plan.vw, plan.nv, plan.a_rows) == (lanes, nv, a_rows)
+    assert plan.mr == (20 if nv == 1 else 14)
+    assert plan_gemm(512, 8, 256, AVX2).vw == 8 and plan_gemm(512, 3, 64, SSE).vw == 4
 
 
 def test_vector_info_reads_features_and_cpu_names() -> None:

@@ -8,6 +8,7 @@ the ``Pass`` protocol of ``aotc.passes.pipeline``.
 from __future__ import annotations
 
 from aotc.passes.constant_folding import ConstantFolding
+from aotc.passes.conv_transpose import ConvTransposePhases
 from aotc.passes.cse import CSE
 from aotc.passes.dce import DCE
 from aotc.passes.fusion import Fusion
@@ -28,6 +29,7 @@ __all__ = [
     "AlgebraicSimplifier",
     "CSE",
     "ConstantFolding",
+    "ConvTransposePhases",
     "DCE",
     "DUMP_FORMATS",
     "DumpOptions",
@@ -53,6 +55,7 @@ def simplification_pipeline() -> Pipeline:
 def default_passes() -> list[Pass]:
     """The compiler's passes, in order."""
     return [
+        ConvTransposePhases(),
         FixedPoint(simplification_pipeline()),
         Fusion(),
         Schedule(),

@@ -51,7 +51,7 @@ EXPENSIVE = frozenset({
 #: Index remapping only: computing them per use costs an index computation and a load.
 DATA_MOVEMENT = frozenset({
     Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.TRANSPOSE, Opcode.SLICE,
-    Opcode.CONCATENATE, Opcode.PAD, Opcode.REVERSE,
+    Opcode.CONCATENATE, Opcode.PAD, Opcode.REVERSE, Opcode.GATHER,
 })  # fmt: skip
 
 #: The opcodes an output fusion is built around (``FusionPlan.dot``).

@@ -34,9 +34,13 @@ from aotc.hlo.ir import ConvAttrs, ConvDims, Instruction, Opcode, WindowDim
 from aotc.hlo.shape import PrimitiveType
 
 MIN_SEGMENT = 16  # below this a segment's bookkeeping outweighs its copy; keep the loop kernel
-# Narrower outputs waste most of the micro-kernel's 2-vector-wide tile (N pads to ``nr``); the
-# loop kernel, vectorized over output features, is as fast there (LeNet's 6 and 16 filters).
+# Narrow outputs (Cout < MIN_COUT) run on one-vector tiles (``gemm_plan._narrow``); there the
+# per-segment packing bookkeeping is as costly as the tile's FMAs, so the GEMM only wins with
+# segments of at least MIN_NARROW_CIN features. Measured on znver4, median us, 5x5 VALID,
+# [2,14,14,Cin]: Cin 4/6 Cout 6: GEMM 4.3/7.4, loop 12.2/20.7; [2,28,28,Cin] SAME: Cin 1 Cout 6:
+# GEMM 42, loop 12.5; Cin 3 Cout 8 (3x3): GEMM 30, loop 9.4.
 MIN_COUT = 16
+MIN_NARROW_CIN = 4
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,9 @@ def conv_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> ConvG
     cin, cout = lhs.dims[-1], out.dims[-1]
     taps = math.prod(rhs.dims[:-2])
     blocking = _k_blocking(cin, taps)
-    if blocking is None or cout < MIN_COUT or out.size // cout < 2:  # M == 1: GEMV, no A
+    if blocking is None or out.size // cout < 2:  # M == 1: GEMV, no A
+        return None
+    if cout < MIN_COUT and cin < MIN_NARROW_CIN:
         return None
     source = rhs_source if rhs_source is not None else inst.operands[1]
     weights = None
@@ -158,13 +164,14 @@ def _pack_segment(
     taps = delinearize(b, tap, spec.kernel_spatial)
     inside, at = window_positions(b, spec.window, spec.in_spatial, point[1:], taps)
     src = gep(b, x, _input_offset(b, spec, point[0], at, first))
-    dst = gep(b, panel.dst, offset(b, (s, spec.seg * plan.mr), (r, 1)))
+    row_stride, k_stride = plan.a_strides(panel.kc)
+    dst = gep(b, panel.dst, offset(b, (s, spec.seg * k_stride), (r, row_stride)))
     zero = ir.Constant(F32, 0.0)
     with for_range(b, spec.seg, "cc") as c:
         value = b.load(gep(b, src, c), typ=F32, align=4)
         if inside is not None:  # taps off the input read a clamped, valid address
             value = b.select(inside, value, zero)
-        b.store(value, gep(b, dst, offset(b, (c, plan.mr))), align=4)
+        b.store(value, gep(b, dst, offset(b, (c, k_stride))), align=4)
 
 
 def _input_offset(
@@ -179,10 +186,11 @@ def _input_offset(
 
 def _zero_rows(b: ir.IRBuilder, panel: APanel, plan: GemmPlan) -> None:
     """Rows past M in the last panel: the micro-kernel reads all ``mr`` of them."""
+    row_stride, k_stride = plan.a_strides(panel.kc)
     with for_range(b, panel.kc, "cz") as k:
-        row = gep(b, panel.dst, offset(b, (k, plan.mr)))
+        row = gep(b, panel.dst, offset(b, (k, k_stride)))
         for r in range(panel.rows, plan.mr):
-            b.store(ir.Constant(F32, 0.0), gep(b, row, r), align=4)
+            b.store(ir.Constant(F32, 0.0), gep(b, row, r * row_stride), align=4)
 
 
 # ---- emission --------------------------------------------------------------------------------

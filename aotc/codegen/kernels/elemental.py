@@ -11,11 +11,13 @@ output and stores every element.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from llvmlite import ir
 
 from aotc.codegen.irtypes import (
+    add_nuw,
     i64,
     linear_index,
     literal_element,
@@ -120,9 +122,28 @@ def _reshape(inst: Instruction, operands: Sequence[ElementGenerator]) -> Element
     in_dims = inst.operands[0].array_shape.dims
     if out_dims == in_dims:
         return operands[0]
-    return _remap(
-        operands[0], lambda b, index: delinearize(b, linear_index(b, index, out_dims), in_dims)
-    )
+    head, tail = _common_ends(out_dims, in_dims)
+    out_mid, in_mid = out_dims[head : len(out_dims) - tail], in_dims[head : len(in_dims) - tail]
+
+    # Dimensions both shapes share at either end pass through: the index stays affine in the
+    # innermost loop's variable (no div/mod by the row length), so that loop vectorizes.
+    def remap(b: ir.IRBuilder, index: Index) -> Index:
+        mid = index[head : len(index) - tail]
+        inner = delinearize(b, linear_index(b, mid, out_mid), in_mid) if in_mid else []
+        return [*index[:head], *inner, *index[len(index) - tail :]]
+
+    return _remap(operands[0], remap)
+
+
+def _common_ends(a: Sequence[int], c: Sequence[int]) -> tuple[int, int]:
+    """How many leading and trailing dimensions ``a`` and ``c`` have in common (not overlapping)."""
+    head = 0
+    while head < min(len(a), len(c)) and a[head] == c[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(c)) - head and a[-1 - tail] == c[-1 - tail]:
+        tail += 1
+    return head, tail
 
 
 def delinearize(b: ir.IRBuilder, linear: ir.Value, dims: Sequence[int]) -> list[ir.Value]:
@@ -342,6 +363,52 @@ def emit_store_loop(
 ) -> None:
     with loop_nest(b, shape.dims) as index:
         store_element(b, generator(b, index), out, shape, index)
+
+
+def emit_concat_store_loops(
+    b: ir.IRBuilder, concat: Instruction, operands: Sequence[ElementGenerator], out: ir.Value
+) -> None:
+    """A root ``concatenate``: one loop nest per operand over its part of the output.
+
+    The generic loop would branch to the operand inside the innermost loop, which stops LLVM
+    from vectorizing a concatenation along the last (channel) dimension.
+    """
+    assert isinstance(concat.attrs, Dimensions)
+    dim, shape = concat.attrs.dimensions[0], concat.array_shape
+    sizes = [op.array_shape.dims[dim] for op in concat.operands]
+    for generator, start, size in zip(operands, _prefix_sums(sizes), sizes, strict=True):
+        if size == 0:
+            continue
+        dims = [*shape.dims[:dim], size, *shape.dims[dim + 1 :]]
+        with not_unrolled(b), loop_nest(b, dims) as index:
+            at = [*index[:dim], add_nuw(b, index[dim], i64(start)), *index[dim + 1 :]]
+            store_element(b, generator(b, index), out, shape, at)
+
+
+@contextmanager
+def not_unrolled(b: ir.IRBuilder) -> Iterator[None]:
+    """Mark the loops emitted inside with ``llvm.loop.unroll.disable``.
+
+    LLVM fully unrolls a short constant innermost loop (a row of 16 or 32 channels) before the
+    loop vectorizer runs, which then vectorizes the next loop out with gathers and scatters;
+    kept as a loop, the channel loop vectorizes with contiguous loads and stores.
+    """
+    known = {id(block) for block in b.function.blocks}
+    yield
+    new = [block for block in b.function.blocks if id(block) not in known]
+    hint = _loop_hint(b.module, "llvm.loop.unroll.disable")
+    for position, block in enumerate(new):
+        term = block.terminator
+        if isinstance(term, ir.Branch) and term.operands[0] in new[:position]:
+            term.set_metadata("llvm.loop", hint)  # a back edge: block jumps to an earlier one
+
+
+def _loop_hint(module: ir.Module, option: str) -> ir.MDValue:
+    """The loop ID ``!{self, !{option}}`` (one per module: ``add_metadata`` caches)."""
+    value = module.add_metadata([ir.MetaDataString(module, option)])
+    loop_id = module.add_metadata([ir.MetaDataString(module, "aotc.loop"), value])
+    loop_id.operands = (loop_id, value)  # loop IDs refer to themselves
+    return loop_id
 
 
 def emit_scalar_computation(

@@ -38,6 +38,7 @@ from aotc.codegen.kernels.dot_gemm import (
     single_pass,
 )
 from aotc.codegen.kernels.elemental import (
+    emit_concat_store_loops,
     emit_store_loop,
     make_generator,
 )
@@ -91,6 +92,10 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
     if root.opcode is Opcode.REDUCE:
         operands = [gens[id(op)] for op in root.operands]
         emit_reduce_kernel(b, KernelIO(root, io.outputs, operands))
+        return
+    if root.opcode is Opcode.CONCATENATE:
+        operands = [gens[id(op)] for op in root.operands]
+        emit_concat_store_loops(b, root, operands, io.outputs[0])
         return
     emit_store_loop(b, gens[id(root)], io.outputs[0], root.array_shape)
 

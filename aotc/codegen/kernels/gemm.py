@@ -212,10 +212,12 @@ class _Gemm:
         ap, bp, c, row, col, first, last = fn.args[:7]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
 
+        row_stride, k_stride = p.a_strides(kc)
+
         def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
-            a_row = gep(b, ap, offset(b, (k, p.mr)))
+            a_row = gep(b, ap, offset(b, (k, k_stride)))
             b_row = gep(b, bp, offset(b, (k, p.nr)))
-            scalars = [b.load(gep(b, a_row, r), typ=F32, align=4) for r in range(rows)]
+            scalars = [b.load(gep(b, a_row, r * row_stride), typ=F32, align=4) for r in range(rows)]
             vecs = [load_vector(b, gep(b, b_row, v * p.vw), p.vw, p.vw) for v in range(p.nv)]
             return scalars, vecs
 
@@ -235,15 +237,16 @@ class _Gemm:
                 self.options.a_packer(b, a, APanel(panel, src_row, qb.size, pb.index, pb.size), p)
                 continue
             src = gep(b, a, offset(b, (src_row, p.k), (pb.index, p.kc)))
+            row_stride, k_stride = p.a_strides(pb.size)
             with for_range(b, pb.size, "pak") as k:
-                out = gep(b, panel, offset(b, (k, p.mr)))
+                out = gep(b, panel, offset(b, (k, k_stride)))
                 for r in range(p.mr):
                     value = (
                         b.load(gep(b, src, offset(b, (k, 1), r * p.k)), typ=F32, align=4)
                         if r < qb.size
                         else ir.Constant(F32, 0.0)
                     )
-                    b.store(value, gep(b, out, r), align=4)
+                    b.store(value, gep(b, out, r * row_stride), align=4)
 
     def _pack_b(self, src: ir.Value, dst: ir.Value, jb: _Block, pb: _Block) -> None:
         """B[pc : pc+kc, jc : jc+nc] -> ``[nc/nr][kc][nr]`` panels, zero columns past N."""

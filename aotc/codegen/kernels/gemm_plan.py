@@ -3,7 +3,8 @@
 Everything is decided at compile time from the static ``M, N, K`` and the target's
 ``VectorInfo``; the emitter (``gemm.py``) only follows the plan. Layouts, all f32:
 
-* packed A (scratch, per ``ic, pc`` block): ``[mc/mr][kc][mr]``, zero rows past ``M``;
+* packed A (scratch, per ``ic, pc`` block): ``[mc/mr][kc][mr]``, zero rows past ``M``; or,
+  with ``a_rows`` (narrow tiles), ``[mc/mr][mr][kc]``: each panel row a contiguous copy;
 * packed B (scratch per ``jc, pc`` block, or the compile-time constant for all blocks):
   ``[nc_pad/nr][kc][nr]``, zero columns past ``N``. The constant holds the blocks in ``jc``
   then ``pc`` order; block ``(j, p)`` starts at ``j*K*nc + p*kc*nc_pad(j)`` floats, since
@@ -25,6 +26,9 @@ KC = 256
 MC_TILES = 12
 NC_MAX = 2048
 ALIGN = 64
+# Rows of a narrow (one-vector) tile: 20 accumulators hide the FMA latency on two pipes; more
+# rows measured no faster on znver4 (implicit-GEMM convolutions with 16 filters).
+NARROW_MR = 20
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,13 @@ class GemmPlan:
     kc: int
     mc: int
     nc: int
+    # A panels row-major ``[mr][kc]``: with one B vector per row every A element feeds one FMA,
+    # so packing A costs as much as the tile's work unless it is a contiguous (vector) copy.
+    a_rows: bool = False
+
+    def a_strides(self, kc: int) -> tuple[int, int]:
+        """(row, k) strides in floats of a packed A panel whose K block holds ``kc``."""
+        return (kc, 1) if self.a_rows else (1, self.mr)
 
     @property
     def nr(self) -> int:
@@ -57,26 +68,47 @@ def plan_gemm(m: int, n: int, k: int, info: VectorInfo, kc: int = KC) -> GemmPla
     if m == 1:
         nv = 4  # four independent FMA chains hide the latency while B streams in
         return GemmPlan(m, n, k, info.width, 1, nv, k, 1, round_up(n, nv * info.width))
-    mr, nv = _register_tile(m, info)
-    nr = nv * info.width
+    vw, mr, nv = _register_tile(m, n, info)
+    nr = nv * vw
     kc = min(kc, k)
     mc = mr * min(-(-m // mr), MC_TILES)
     nc = min(round_up(n, nr), round_up(NC_MAX, nr))
-    return GemmPlan(m, n, k, info.width, mr, nv, kc, mc, nc)
+    return GemmPlan(m, n, k, vw, mr, nv, kc, mc, nc, a_rows=nv == 1)
 
 
-def _register_tile(m: int, info: VectorInfo) -> tuple[int, int]:
-    """(mr, nv): mr*nv accumulators + nv B vectors + a broadcast fit the register file.
+def _register_tile(m: int, n: int, info: VectorInfo) -> tuple[int, int, int]:
+    """(vw, mr, nv): mr*nv accumulators + nv B vectors + a broadcast fit the register file.
 
     Two B vectors per row keep loads at 2 per ``mr`` FMAs on x86 (the A broadcast folds into
-    the FMA); NEON has no such folding and prefers 8x3. Short M gets all of its rows in one
-    tile and wider rows instead.
+    the FMA); NEON has no such folding and prefers 8x3. Narrow N (convolutions with few
+    filters, small dots) would leave most of that tile as padding: it gets fewer and
+    narrower vectors (``_narrow``) and the freed accumulators go to more rows. Short M gets
+    all of its rows in one tile and wider rows instead.
     """
     nv, mr = (3, 8) if info.arch == "aarch64" else (2, (info.registers - 3) // 2)
+    vw = info.width
+    if n < nv * vw:
+        vw, narrow_nv = _narrow(n, info.width)
+        mr = min(mr * nv // narrow_nv, NARROW_MR)
+        nv = narrow_nv
     if m < mr:
         mr = m
-        nv = max(1, min(4, (info.registers - 2) // (m + 1)))
-    return mr, nv
+        nv = max(1, min(4, (info.registers - 2) // (m + 1), -(-n // vw)))
+    return vw, mr, nv
+
+
+def _narrow(n: int, width: int) -> tuple[int, int]:
+    """(lanes, vectors) covering ``n`` columns: whole registers, or one shorter vector.
+
+    Below a register's width the shortest power of two of at least 4 lanes holding ``n``
+    wastes the fewest lanes; a 256-bit FMA costs no more than a 512-bit one per lane.
+    """
+    if n >= width:
+        return width, -(-n // width)
+    lanes = 4
+    while lanes < n:
+        lanes *= 2
+    return min(lanes, width), 1
 
 
 def round_up(x: int, multiple: int) -> int:

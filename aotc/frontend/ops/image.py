@@ -1,16 +1,19 @@
-"""Image resizing: ResizeBilinear and ResizeNearestNeighbor (NHWC), without gathers.
+"""Image resizing: ResizeBilinear and ResizeNearestNeighbor (NHWC).
 
-Sizes are static, so each spatial axis is resampled by a ``dot`` with a constant ``[out, in]``
-interpolation matrix: two taps with weights ``1 - lerp`` and ``lerp`` per row for bilinear, a
-single 1 per row for nearest. Coordinates follow TF's kernels (``image_resizer_state.h``,
-``resize_bilinear_op.cc``, ``resize_nearest_neighbor_op.cc``) in float32, as TF computes them.
-Nearest neighbour through a 0/1 matrix is exact for finite inputs; an inf or NaN input also
-spreads NaN to the other outputs of its row (0 * inf).
+Sizes are static, so every output row (and column) has static source taps and a static lerp,
+computed in float32 with TF's coordinate formulas (``image_resizer_state.h``,
+``resize_bilinear_op.cc``, ``resize_nearest_neighbor_op.cc``). Each spatial axis is resampled
+on its own, width first and then height as TF does: a ``gather`` with constant indices takes
+the lower taps (and another the upper ones), blended as TF blends them, ``a + (b - a) * lerp``
+with the lerp broadcast along the axis. Gathers, broadcasts and the arithmetic all fuse into
+one loop with the neighbouring elementwise ops (and a concatenation), whose innermost loop runs
+over the contiguous channels: four loads and three lerps per bilinear output, no wasted work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,10 +21,9 @@ from aotc.errors import ShapeError, UnsupportedError
 from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import translates
 from aotc.frontend.translate import TranslationContext
-from aotc.hlo.ir import DotDims, Instruction
+from aotc.hlo.builder import ComputationBuilder
+from aotc.hlo.ir import GatherAttrs, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
-
-Matrix = Callable[[int, int, bool, bool], np.ndarray]
 
 _NOTE = "NHWC; size constant; align_corners, half_pixel_centers"
 
@@ -33,28 +35,31 @@ def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
     return np.float32(in_size / out_size)
 
 
-def bilinear_matrix(
-    in_size: int, out_size: int, align_corners: bool, half_pixel: bool
-) -> np.ndarray:
-    """Row o holds the weights of output o: TF's compute_interpolation_weights."""
+@dataclass(frozen=True)
+class Taps:
+    """Per output element along one axis: the two source indices and the lerp between them."""
+
+    lower: np.ndarray  # int64 [out]
+    upper: np.ndarray  # int64 [out]; equal to lower where lerp is 0
+    lerp: np.ndarray  # float32 [out]
+
+
+TapsFn = Callable[[int, int, bool, bool], Taps]
+
+
+def bilinear_taps(in_size: int, out_size: int, align_corners: bool, half_pixel: bool) -> Taps:
+    """TF's compute_interpolation_weights, in float32."""
     scale = _scale(in_size, out_size, align_corners)
     o = np.arange(out_size, dtype=np.float32)
     pos = (o + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel else o * scale
     floor = np.floor(pos)
     lower = np.maximum(floor, 0).astype(np.int64)
     upper = np.minimum(np.ceil(pos), in_size - 1).astype(np.int64)
-    lerp = (pos - floor).astype(np.float32)
-    matrix = np.zeros((out_size, in_size), np.float32)
-    rows = np.arange(out_size)
-    np.add.at(matrix, (rows, lower), np.float32(1) - lerp)
-    np.add.at(matrix, (rows, upper), lerp)
-    return matrix
+    return Taps(lower, upper, (pos - floor).astype(np.float32))
 
 
-def nearest_matrix(
-    in_size: int, out_size: int, align_corners: bool, half_pixel: bool
-) -> np.ndarray:
-    """A one-hot row per output: TF's ResizeNearestNeighbor source index."""
+def nearest_taps(in_size: int, out_size: int, align_corners: bool, half_pixel: bool) -> Taps:
+    """TF's ResizeNearestNeighbor source index, as taps with a lerp of 0."""
     scale = _scale(in_size, out_size, align_corners)
     o = np.arange(out_size, dtype=np.float32)
     pos = (o + np.float32(0.5)) * scale if half_pixel else o * scale
@@ -63,27 +68,42 @@ def nearest_matrix(
     index = np.minimum(source.astype(np.int64), in_size - 1)
     if half_pixel:
         index = np.maximum(index, 0)
-    matrix = np.zeros((out_size, in_size), np.float32)
-    matrix[np.arange(out_size), index] = 1
-    return matrix
+    return Taps(index, index, np.zeros(out_size, np.float32))
 
 
-def _resample_axis(
-    ctx: TranslationContext, x: Instruction, axis: int, matrix: np.ndarray
+def take(b: ComputationBuilder, x: Instruction, axis: int, index: np.ndarray) -> Instruction:
+    """``x`` with ``axis`` replaced by ``x[..., index[o], ...]`` for each ``o``: a gather with
+    constant indices, which fuses and reads whole contiguous rows of channels."""
+    shape = x.array_shape
+    indices = b.constant(index.astype(np.int32).reshape(-1, 1))
+    offset_dims = tuple(d for d in range(shape.rank) if d != axis)
+    sizes = tuple(1 if d == axis else n for d, n in enumerate(shape.dims))
+    return b.gather(x, indices, GatherAttrs(offset_dims, (axis,), (axis,), 1, sizes))
+
+
+def _lerp(
+    b: ComputationBuilder, a: Instruction, c: Instruction, axis: int, lerp: np.ndarray
 ) -> Instruction:
-    """Contract ``axis`` with ``matrix`` [out, in]; the new axis takes the old one's place."""
-    if matrix.shape[0] == matrix.shape[1] and np.array_equal(matrix, np.eye(matrix.shape[0])):
-        return x
-    b = ctx.builder
-    weights = b.constant(matrix, x.array_shape.dtype)
-    moved = b.dot(x, weights, DotDims((axis,), (1,)))  # the resampled axis comes last
-    rank = x.array_shape.rank
-    order = [*range(axis), rank - 1, *range(axis, rank - 1)]
-    return b.transpose(moved, order)
+    """TF's ``a + (c - a) * lerp``, ``lerp`` varying along ``axis``."""
+    shape = a.array_shape
+    weight = b.broadcast(b.constant(lerp, shape.dtype), shape.dims, (axis,))
+    step = b.binary(Opcode.MULTIPLY, b.binary(Opcode.SUBTRACT, c, a), weight)
+    return b.binary(Opcode.ADD, a, step)
+
+
+def resample_axis(b: ComputationBuilder, x: Instruction, axis: int, taps: Taps) -> Instruction:
+    """Resample ``axis`` of ``x`` to ``len(taps.lower)`` elements."""
+    in_size = x.array_shape.dims[axis]
+    if np.array_equal(taps.lower, np.arange(in_size)) and not taps.lerp.any():
+        return x  # the same size: TF copies
+    lower = take(b, x, axis, taps.lower)
+    if not taps.lerp.any():
+        return lower
+    return _lerp(b, lower, take(b, x, axis, taps.upper), axis, taps.lerp)
 
 
 def _resize(
-    ctx: TranslationContext, node: Node, x: Instruction, size: Instruction, matrix: Matrix
+    ctx: TranslationContext, node: Node, x: Instruction, size: Instruction, taps: TapsFn
 ) -> Instruction:
     shape = x.array_shape
     if node.attr("data_format", "NHWC") != "NHWC" or shape.rank != 4:
@@ -97,8 +117,10 @@ def _resize(
     )
     if align and half:
         raise UnsupportedError("align_corners and half_pixel_centers cannot both be true")
-    for axis, out_size in zip((1, 2), out, strict=True):
-        x = _resample_axis(ctx, x, axis, matrix(shape.dims[axis], out_size, align, half))
+    # Width first, then height: TF blends each row horizontally, then the rows vertically.
+    for axis in (2, 1):
+        axis_taps = taps(shape.dims[axis], out[axis - 1], align, half)
+        x = resample_axis(ctx.builder, x, axis, axis_taps)
     return x
 
 
@@ -108,11 +130,11 @@ def resize_bilinear(
 ) -> Instruction:
     if images.array_shape.dtype is not PrimitiveType.F32:
         images = ctx.builder.convert(images, PrimitiveType.F32)  # TF's output is float32
-    return _resize(ctx, node, images, size, bilinear_matrix)
+    return _resize(ctx, node, images, size, bilinear_taps)
 
 
 @translates("ResizeNearestNeighbor", note=_NOTE)
 def resize_nearest(
     ctx: TranslationContext, node: Node, images: Instruction, size: Instruction
 ) -> Instruction:
-    return _resize(ctx, node, images, size, nearest_matrix)
+    return _resize(ctx, node, images, size, nearest_taps)
