@@ -23,13 +23,11 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
+from aotc.abi import ALIGN
 from aotc.codegen.compile import CompiledModel
 from aotc.codegen.interface import TensorInfo
 from aotc.codegen.target import create_target_machine, resolve_target
 from aotc.errors import ArgumentError, CodegenError
-
-# The generated code assumes this alignment of the temp buffer (the header's <NAME>_ALIGN).
-ALIGN = 64
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 

@@ -27,7 +27,7 @@ from aotc.codegen.buffers import (
     ResultCopy,
     assign_buffers,
 )
-from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64
+from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64, readonly_global
 from aotc.codegen.kernels import kernel_emitter, kernel_scratch_bytes
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
@@ -105,15 +105,8 @@ def _copy_result(entry: _Entry, copy: ResultCopy) -> None:
 
 def _constant_global(llvm_module: ir.Module, inst: Instruction) -> ir.GlobalVariable:
     assert inst.literal is not None
-    data = bytearray(np.ascontiguousarray(inst.literal, inst.array_shape.dtype.numpy).tobytes())
-    ty = ir.ArrayType(I8, len(data))
-    gv = ir.GlobalVariable(llvm_module, ty, f"const.{inst.name}")
-    gv.initializer = ir.Constant(ty, data)
-    gv.global_constant = True
-    gv.linkage = "private"
-    gv.unnamed_addr = True
-    gv.align = ALIGN
-    return gv
+    data = np.ascontiguousarray(inst.literal, inst.array_shape.dtype.numpy).tobytes()
+    return readonly_global(llvm_module, f"const.{inst.name}", data)
 
 
 def _pointer(entry: _Entry, buffer: Buffer) -> ir.Value:

@@ -11,11 +11,10 @@ import re
 import textwrap
 from collections.abc import Sequence
 
+from aotc.abi import ALIGN
 from aotc.codegen.interface import TensorInfo
 from aotc.codegen.target import TargetSpec
 from aotc.hlo.shape import PrimitiveType
-
-ALIGN = 64
 
 C_TYPES: dict[PrimitiveType, str] = {
     PrimitiveType.PRED: "bool",

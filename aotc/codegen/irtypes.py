@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from llvmlite import ir
 
+from aotc.abi import ALIGN
 from aotc.hlo.shape import PrimitiveType, Shape
 
 I1 = ir.IntType(1)
@@ -176,3 +177,17 @@ def store_element(
     if shape.dtype is PrimitiveType.PRED:
         value = builder.zext(value, I8)
     builder.store(value, ptr, align=shape.dtype.byte_size)
+
+
+def readonly_global(
+    module: ir.Module, name: str, data: bytes, align: int = ALIGN
+) -> ir.GlobalVariable:
+    """Private read-only bytes (constants, pre-packed weights): an ``i8`` array, not text."""
+    ty = ir.ArrayType(I8, len(data))
+    gv = ir.GlobalVariable(module, ty, name)
+    gv.initializer = ir.Constant(ty, bytearray(data))
+    gv.global_constant = True
+    gv.linkage = "private"
+    gv.unnamed_addr = True
+    gv.align = align
+    return gv

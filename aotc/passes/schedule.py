@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aotc.abi import ALIGN
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode, TupleIndex
 from aotc.hlo.shape import Shape, TupleShape
 
@@ -24,8 +25,6 @@ NO_BUFFER = frozenset({
     Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT,
     Opcode.RESHAPE, Opcode.BITCAST,
 })  # fmt: skip
-
-ALIGN = 64
 
 
 def aligned(size: int) -> int:

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from aotc.codegen.irtypes import F32, I8, PTR, add_nuw, i64, mul_nuw
-from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogueFactory
+from aotc.codegen.irtypes import F32, PTR, add_nuw, i64, mul_nuw
+from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogueFactory, packed_weights
 from aotc.codegen.kernels.elemental import delinearize
 from aotc.codegen.kernels.gemm import APacker, APanel, GemmOptions, emit_gemm, extra_args
-from aotc.codegen.kernels.gemm_plan import KC, GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
+from aotc.codegen.kernels.gemm_plan import KC, GemmPlan, gemm_scratch_bytes, plan_gemm
 from aotc.codegen.kernels.gemm_tile import Epilogue, gep, offset
 from aotc.codegen.kernels.window import window_positions
 from aotc.codegen.loops import for_range
@@ -214,25 +214,9 @@ def emit_conv_gemm(
     )
     name = f"{b.function.name}.gemm"
     gemm = emit_gemm(b.module, name, plan, info, options)
-    rhs = _packed_weights(b.module, name, plan, spec.weights) if options.b_packed else call.rhs
+    rhs = packed_weights(b.module, name, plan, spec.weights) if options.b_packed else call.rhs
     scratch = call.scratch if call.scratch is not None else ir.Constant(PTR, None)
     b.call(gemm, [call.out, call.lhs, rhs, scratch, *call.extras])
-
-
-def _packed_weights(
-    module: ir.Module, name: str, plan: GemmPlan, weights: np.ndarray | None
-) -> ir.GlobalVariable:
-    """The constant kernel packed for ``plan``, as a private read-only 64-byte aligned global."""
-    assert weights is not None
-    data = bytearray(pack_b(plan, weights))
-    ty = ir.ArrayType(I8, len(data))
-    gv = ir.GlobalVariable(module, ty, f"{name}.packed_b")
-    gv.initializer = ir.Constant(ty, data)
-    gv.global_constant = True
-    gv.linkage = "private"
-    gv.unnamed_addr = True
-    gv.align = 64
-    return gv
 
 
 def _tile_epilogue(spec: ConvGemm, factory: VectorEpilogueFactory, n_extra: int) -> Epilogue:

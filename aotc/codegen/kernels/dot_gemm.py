@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from aotc.codegen.irtypes import I8, I64, PTR, add_nuw, i64
+from aotc.codegen.irtypes import I64, PTR, add_nuw, i64, readonly_global
 from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
 from aotc.codegen.kernels.elemental import delinearize, make_generator
 from aotc.codegen.kernels.elemental_vector import (
@@ -46,8 +46,6 @@ from aotc.codegen.loops import for_range
 from aotc.codegen.vector import VectorInfo
 from aotc.hlo.ir import DotDims, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
-
-ALIGN = 64
 
 #: Dots (M > 1) contracting over at most this many elements keep the loop kernel. LLVM unrolls
 #: the loop kernel's short K loop completely and vectorizes it along N, with no packing, no
@@ -182,7 +180,7 @@ def emit_gemm_dot(
     )
     name = f"{b.function.name}.gemm"
     gemm = emit_gemm(b.module, name, plan, info, options)
-    rhs = _packed_weights(b.module, name, plan, spec.b_constant) if options.b_packed else call.rhs
+    rhs = packed_weights(b.module, name, plan, spec.b_constant) if options.b_packed else call.rhs
     scratch = call.scratch if call.scratch is not None else ir.Constant(PTR, None)
     strides = (spec.m * spec.n, spec.m * spec.k, 0 if options.b_packed else spec.k * spec.n)
     with for_range(b, spec.batch, "batch") as batch:
@@ -191,20 +189,12 @@ def emit_gemm_dot(
         b.call(gemm, [*ptrs, scratch, b.inttoptr(batch, PTR), *call.extras])
 
 
-def _packed_weights(
+def packed_weights(
     module: ir.Module, name: str, plan: GemmPlan, weights: np.ndarray | None
 ) -> ir.GlobalVariable:
-    """The constant B packed for ``plan``, as a private read-only 64-byte aligned global."""
+    """Constant weights packed for ``plan`` at compile time, as a read-only global."""
     assert weights is not None
-    data = bytearray(pack_b(plan, weights))
-    ty = ir.ArrayType(I8, len(data))
-    gv = ir.GlobalVariable(module, ty, f"{name}.packed_b")
-    gv.initializer = ir.Constant(ty, data)
-    gv.global_constant = True
-    gv.linkage = "private"
-    gv.unnamed_addr = True
-    gv.align = ALIGN
-    return gv
+    return readonly_global(module, f"{name}.packed_b", pack_b(plan, weights))
 
 
 def _tile_epilogue(spec: GemmDot, factory: VectorEpilogueFactory, n_extra: int) -> Epilogue:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aotc.abi import ALIGN
 from aotc.codegen.vector import VectorInfo
 
 # Cache blocking (f32 elements). KC*NR*4 bytes of B micro-panel live in L1 while the MC*KC
@@ -25,7 +26,6 @@ from aotc.codegen.vector import VectorInfo
 KC = 256
 MC_TILES = 12
 NC_MAX = 2048
-ALIGN = 64
 # Rows of a narrow (one-vector) tile: 20 accumulators hide the FMA latency on two pipes; more
 # rows measured no faster on znver4 (implicit-GEMM convolutions with 16 filters).
 NARROW_MR = 20
