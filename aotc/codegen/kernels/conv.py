@@ -31,6 +31,7 @@ from llvmlite import ir
 from aotc.codegen.irtypes import add_nuw, i64, mul_nuw, scalar_constant, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.conv_gemm import ConvGemm, conv_gemm, emit_conv_gemm, is_nhwc
+from aotc.codegen.kernels.dot import multiply_add
 from aotc.codegen.kernels.dot_gemm import GemmCall, GemmDot, VectorEpilogueFactory, emit_gemm_dot
 from aotc.codegen.kernels.scalar_ops import convert
 from aotc.codegen.kernels.window import Row, if_inside, place, window_positions
@@ -184,7 +185,7 @@ def _accumulate_taps(
             w_at.update(zip(d.kernel_spatial, taps, strict=True))
             w = conv.operands[1](b, place(conv.rhs.rank, w_at))
             w = convert(b, w, conv.out.dtype, conv.acc_dtype)
-            row.store(b, _multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
+            row.store(b, multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
 
 
 def _accumulate_depthwise(
@@ -213,7 +214,7 @@ def _accumulate_depthwise(
         w = convert(
             b, conv.operands[1](b, place(conv.rhs.rank, w_at)), conv.out.dtype, conv.acc_dtype
         )
-        row.store(b, _multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
+        row.store(b, multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
 
 
 def _finish_row(b: ir.IRBuilder, conv: _Conv, row: Row, point: list, finish: Finish) -> None:
@@ -229,13 +230,3 @@ def _finish_row(b: ir.IRBuilder, conv: _Conv, row: Row, point: list, finish: Fin
 def _flat(b: ir.IRBuilder, group: ir.Value, size: int, within: ir.Value) -> ir.Value:
     """``group * size + within``: a feature index from its group and its place in the group."""
     return add_nuw(b, mul_nuw(b, group, i64(size)), within)
-
-
-def _multiply_add(
-    b: ir.IRBuilder, dtype: PrimitiveType, total: ir.Value, x: ir.Value, y: ir.Value
-) -> ir.Value:
-    if dtype.is_float:
-        return b.fadd(total, b.fmul(x, y))
-    if dtype is PrimitiveType.PRED:
-        return b.or_(total, b.and_(x, y))
-    return b.add(total, b.mul(x, y))

@@ -68,7 +68,7 @@ def emit_dot_loops(
             lhs = convert(b, lhs_gen(b, lhs_at(k_index)), out.dtype, acc_dtype)
             rhs = convert(b, rhs_gen(b, rhs_at(k_index)), out.dtype, acc_dtype)
             total = b.load(acc, typ=acc.allocated_type)
-            b.store(_multiply_add(b, acc_dtype, total, lhs, rhs), acc)
+            b.store(multiply_add(b, acc_dtype, total, lhs, rhs), acc)
         result = convert(b, b.load(acc, typ=acc.allocated_type), acc_dtype, out.dtype)
         finish(b, result, out_index)
 
@@ -109,9 +109,10 @@ def _assemble(
     return [placed[d] if d in placed else next(free_iter) for d in range(rank)]
 
 
-def _multiply_add(
+def multiply_add(
     b: ir.IRBuilder, dtype: PrimitiveType, total: ir.Value, x: ir.Value, y: ir.Value
 ) -> ir.Value:
+    """``total + x * y`` in ``dtype`` (or/and for pred): the accumulation of dot and conv."""
     if dtype.is_float:
         return b.fadd(total, b.fmul(x, y))
     if dtype is PrimitiveType.PRED:
