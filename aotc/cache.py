@@ -16,6 +16,7 @@ incompatible aotc is ignored (and deleted) so the model is rebuilt.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import pickle
@@ -23,6 +24,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import llvmlite
 
 from aotc import __version__
 from aotc.codegen.compile import CompiledModel
@@ -65,13 +68,30 @@ def _key_parts(
 ) -> list[bytes]:
     config = Path(config_path) if config_path else default_config_path(path)
     host = resolve_target(TargetSpec())
-    meta = repr((__version__, FORMAT, vars(target), options.key(), vars(host), config is None))
+    meta = repr(
+        (compiler_fingerprint(), FORMAT, vars(target), options.key(), vars(host), config is None)
+    )
     parts = [meta.encode()]
     for name, data in _input_files(path):
         parts += [name.encode(), data]
     if config is not None:
         parts.append(_read(config))
     return parts
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """aotc's version, llvmlite's, and a hash of aotc's own sources.
+
+    The sources count because a changed compiler must not be served an old object, also
+    between releases (a checkout under development keeps one version number).
+    """
+    h = hashlib.sha256()
+    package = Path(__file__).parent
+    for source in sorted(package.rglob("*.py")):
+        h.update(source.relative_to(package).as_posix().encode())
+        h.update(source.read_bytes())
+    return f"{__version__}/{llvmlite.__version__}/{h.hexdigest()}"
 
 
 def _input_files(path: Path) -> list[tuple[str, bytes]]:

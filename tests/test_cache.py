@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aotc import cli
-from aotc.cache import DiskCache, cache_key, compile_cached, default_cache_dir
+from aotc import __version__, cli
+from aotc.cache import (
+    DiskCache,
+    cache_key,
+    compile_cached,
+    compiler_fingerprint,
+    default_cache_dir,
+)
 from aotc.codegen.compile import CompiledModel
 from aotc.driver import TargetOverrides, compile_graph
 from aotc.frontend.sources import SourceOptions
@@ -146,3 +152,8 @@ def test_cli_uses_cache_dir_and_no_cache(
     assert (tmp_path / "out" / "neg.o").is_file()
     result = runner.invoke(cli.main, [*args, "--no-cache"])
     assert result.exit_code != 0  # --no-cache really compiles (and hits the failing stub)
+
+
+def test_compiler_fingerprint_covers_the_sources() -> None:
+    version, llvmlite_version, digest = compiler_fingerprint().split("/")
+    assert version == __version__ and llvmlite_version and len(digest) == 64
