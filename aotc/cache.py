@@ -202,5 +202,8 @@ def compile_cached(
     if model is not None:
         return model, True
     model = compile_fn(model_path, config_path, target, options)
-    cache.put(key, model)
+    # Inputs rewritten while compiling (a build writing the model) must not be cached under
+    # the old content's key.
+    if cache_key(model_path, config_path, target, options) == key:
+        cache.put(key, model)
     return model, False

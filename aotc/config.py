@@ -234,7 +234,9 @@ class _StrictLoader(yaml.SafeLoader):
         seen: set[object] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str) and key in seen:
+            if not isinstance(key, str):
+                continue  # the schema's checks name non-string keys; lists cannot be hashed
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key '{key}'", key_node.start_mark
                 )
@@ -259,7 +261,7 @@ def _load_yaml(text: str, source: str) -> object:
 
 # C11/C23 keywords, plus C++ keywords since the header is also compiled as C++.
 # fmt: off
-_C_KEYWORDS = frozenset((
+C_KEYWORDS = frozenset((
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
     "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
     "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
@@ -285,6 +287,6 @@ def c_identifier(text: str) -> str:
     # Leading digits are invalid, and a leading underscore is reserved at file scope.
     if ident[0].isdigit() or ident[0] == "_":
         ident = "m" + ident
-    if ident in _C_KEYWORDS:
+    if ident in C_KEYWORDS:
         ident += "_"
     return ident

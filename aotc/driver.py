@@ -15,7 +15,12 @@ from aotc.config import Config, load_config
 from aotc.errors import AotcError, OutputError
 from aotc.frontend.graphdef import Graph, load_graph
 from aotc.frontend.limits import check_feed_sizes, check_module_sizes
-from aotc.frontend.signature import Signature, default_config_path, resolve_signature
+from aotc.frontend.signature import (
+    Signature,
+    default_config_path,
+    model_stem,
+    resolve_signature,
+)
 from aotc.frontend.sources import SourceOptions, load_source
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
@@ -58,6 +63,8 @@ def load_frontend(
     with progress.stage("load"), errors_name_file(graph_path):
         source = load_source(graph_path, config_path, options)
     if source is not None:
+        with errors_name_file(graph_path):
+            _check_sizes(source.signature, source.module, str(graph_path))
         return Frontend(source.graph, source.config, source.signature, source.module)
     with progress.stage("load"), errors_name_file(graph_path):
         graph = load_graph(graph_path)
@@ -70,6 +77,12 @@ def load_frontend(
         check_module_sizes(module, graph.path)
         verify_module(module)
     return Frontend(graph, config, signature, module)
+
+
+def _check_sizes(signature: Signature, module: Module, where: str) -> None:
+    """No feed and no intermediate over the size limit (the C ABI states sizes as size_t)."""
+    check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), where)
+    check_module_sizes(module, where)
 
 
 @contextmanager
@@ -124,7 +137,7 @@ def _target_spec(config: Config, overrides: TargetOverrides) -> TargetSpec:
 
 def output_paths(graph_path: str | Path, out: str | Path | None) -> tuple[Path, Path]:
     """``-o build/mlp`` -> build/mlp.o, build/mlp.h; no ``-o``: ``<stem>.o`` in the cwd."""
-    prefix = Path(out) if out else Path(Path(graph_path).stem)
+    prefix = Path(out).resolve() if out else Path(model_stem(graph_path))
     return prefix.with_name(prefix.name + ".o"), prefix.with_name(prefix.name + ".h")
 
 

@@ -21,7 +21,7 @@ from aotc.errors import AotcError, OutputError
 from aotc.frontend.graphdef import Graph, load_graph
 from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import lookup
-from aotc.frontend.signature import PLACEHOLDER_OPS, _inferred_fetches
+from aotc.frontend.signature import PLACEHOLDER_OPS, inferred_fetches, model_stem
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto
 
 # Ops that are never translated themselves: feeds become parameters, NoOps carry no value.
@@ -96,7 +96,7 @@ def _safe(fn: Callable[[], T]) -> T | None:
 
 def _candidate_outputs(graph: Graph) -> list[str]:
     try:
-        return [str(f.ref) for f in _inferred_fetches(graph)]
+        return [str(f.ref) for f in inferred_fetches(graph)]
     except AotcError:
         return []
 
@@ -170,7 +170,7 @@ def starting_config(summary: GraphSummary) -> str:
     fetches. Unknown dims become 1 with a comment, so the file compiles but asks for review."""
     lines = [
         f"# Starting config for {Path(summary.path).name}, written by 'aotc inspect'.",
-        f"name: {c_identifier(Path(summary.path).stem)}",
+        f"name: {c_identifier(model_stem(summary.path))}",
         "feeds:" + ("" if summary.placeholders else " []"),
     ]
     for p in summary.placeholders:

@@ -389,3 +389,51 @@ def test_usage_errors_still_exit_2() -> None:
     assert run(["compile"])[0] == 2
     assert run(["nosuchcommand"])[0] == 2
     assert run(["run", str(MLP), "--bogus"])[0] == 2
+
+
+# ---- found in review: sizes on every input kind, constant subgraphs, odd paths -------------
+
+
+def test_huge_hlo_parameter_is_refused() -> None:
+    hlo = bad_graph(
+        "big.hlo",
+        "HloModule big\nENTRY main {\n  p = f32[100000,100000,100] parameter(0)\n"
+        "  ROOT n = f32[100000,100000,100] negate(p)\n}\n",
+    )
+    compile_fails(hlo, "big.hlo", "feed 'p'", "bytes")
+
+
+def test_huge_savedmodel_shape_is_refused() -> None:
+    keras = Path(__file__).parent / "data" / "savedmodel" / "keras"
+    code, output = run(["compile", str(keras), "--shape", "features=100000000000,8", "-o", "m"])
+    assert_one_line_error(code, output, "feed 'features'", "bytes")
+    assert not list(Path(".").glob("m.*"))
+
+
+def test_huge_constant_subgraph_is_refused_not_evaluated() -> None:
+    dims = "tensor { dtype: DT_INT32 tensor_shape { dim { size: 3 } } int_val: 100000 "
+    dims += "int_val: 100000 int_val: 100 }"
+    graph = bad_graph(
+        "fill.pbtxt",
+        placeholder("x", "dim { size: 4 }")
+        + f'node {{ name: "dims" op: "Const" attr {{ key: "value" value {{ {dims} }} }} }}\n'
+        + 'node { name: "one" op: "Const" attr { key: "value" value { tensor { dtype: DT_INT32 '
+        + "tensor_shape { } int_val: 1 } } } }\n"
+        + 'node { name: "f" op: "Fill" input: "dims" input: "one" }\n'
+        + 'node { name: "r" op: "Reshape" input: "x" input: "f" }\n',
+    )
+    compile_fails(graph, "fill.pbtxt", "'r' (Reshape)", "at most")
+
+
+def test_compile_dot_names_outputs_after_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "mymodel"
+    folder.mkdir()
+    (folder / "m.pb").write_bytes(MLP.read_bytes())
+    os.chdir(folder)
+    code, output = run(["compile", "."])
+    assert_one_line_error(code, output, "aotc: error: ", ".")  # a folder without saved_model.pb
+
+
+def test_config_with_a_list_as_key() -> None:
+    config = bad_graph("listkey.yaml", "? [a, b]\n: 1\n")
+    compile_fails(MLP, "listkey.yaml", config=config)

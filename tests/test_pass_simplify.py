@@ -221,15 +221,30 @@ CASES = [
     ),
     (
         "merge_biases",
+        """x = s32[2,3] parameter(0)
+           b1 = s32[3] constant({1, 2, 3})
+           bb1 = s32[2,3] broadcast(b1), dimensions={1}
+           a = s32[2,3] add(x, bb1)
+           b2 = s32[2,3] constant({ { 10, 20, 30 }, { 10, 20, 30 } })
+           ROOT r = s32[2,3] add(b2, a)""",
+        """... constant = s32[3] constant({11, 22, 33})
+           broadcast = s32[2,3] broadcast(constant), dimensions={1}
+           ROOT add = s32[2,3] add(x, broadcast) ...""",
+    ),
+    (
+        "merge_float_biases_after_dot",
         """x = f32[2,3] parameter(0)
-           b1 = f32[3] constant({1, 2, 3})
-           bb1 = f32[2,3] broadcast(b1), dimensions={1}
-           a = f32[2,3] add(x, bb1)
-           b2 = f32[2,3] constant({ { 10, 20, 30 }, { 10, 20, 30 } })
-           ROOT r = f32[2,3] add(b2, a)""",
-        """... constant = f32[3] constant({11, 22, 33})
-           broadcast = f32[2,3] broadcast(constant), dimensions={1}
-           ROOT add = f32[2,3] add(x, broadcast) ...""",
+           w = f32[3,2] constant({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
+           d = f32[2,2] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+           b1 = f32[2] constant({1, 2})
+           bb1 = f32[2,2] broadcast(b1), dimensions={1}
+           a = f32[2,2] add(d, bb1)
+           b2 = f32[2] constant({10, 20})
+           bb2 = f32[2,2] broadcast(b2), dimensions={1}
+           ROOT r = f32[2,2] add(a, bb2)""",
+        """... constant = f32[2] constant({11, 22})
+           broadcast = f32[2,2] broadcast(constant), dimensions={1}
+           ROOT add = f32[2,2] add(d, broadcast) ...""",
     ),
     (
         "subtract_constant",
@@ -264,6 +279,16 @@ def test_rule_differential(rule: str, body: str, expected: str) -> None:
 
 
 UNCHANGED = [
+    (
+        "float_biases_not_after_a_dot",  # regrouping would cancel (x + 2^23 + 2^22) - ...
+        """x = f32[4] parameter(0)
+           b1 = f32[] constant(12582912)
+           bb1 = f32[4] broadcast(b1), dimensions={}
+           a = f32[4] add(x, bb1)
+           b2 = f32[] constant(-12582912)
+           bb2 = f32[4] broadcast(b2), dimensions={}
+           ROOT r = f32[4] add(a, bb2)""",
+    ),
     (
         "float_times_zero",  # NaN * 0 is NaN
         """p = f32[3] parameter(0)

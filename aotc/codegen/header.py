@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from aotc.abi import ALIGN
 from aotc.codegen.interface import TensorInfo
 from aotc.codegen.target import TargetSpec
+from aotc.config import C_KEYWORDS
 from aotc.hlo.shape import PrimitiveType
 
 C_TYPES: dict[PrimitiveType, str] = {
@@ -31,81 +32,12 @@ C_TYPES: dict[PrimitiveType, str] = {
     PrimitiveType.F64: "double",
 }
 
-# C and C++ keywords (and names the header itself uses) a parameter must not be called.
-_RESERVED = frozenset(
-    (
-        "alignas",
-        "alignof",
-        "and",
-        "asm",
-        "auto",
-        "bool",
-        "break",
-        "case",
-        "catch",
-        "char",
-        "class",
-        "const",
-        "constexpr",
-        "continue",
-        "decltype",
-        "default",
-        "delete",
-        "do",
-        "double",
-        "else",
-        "enum",
-        "explicit",
-        "export",
-        "extern",
-        "false",
-        "float",
-        "for",
-        "friend",
-        "goto",
-        "if",
-        "inline",
-        "int",
-        "long",
-        "mutable",
-        "namespace",
-        "new",
-        "noexcept",
-        "not",
-        "nullptr",
-        "operator",
-        "or",
-        "private",
-        "protected",
-        "public",
-        "register",
-        "restrict",
-        "return",
-        "short",
-        "signed",
-        "sizeof",
-        "static",
-        "struct",
-        "switch",
-        "template",
-        "this",
-        "throw",
-        "true",
-        "try",
-        "typedef",
-        "typeid",
-        "typename",
-        "union",
-        "unsigned",
-        "using",
-        "virtual",
-        "void",
-        "volatile",
-        "while",
-        "xor",
-        "temp",
-    )
-)
+# Names a parameter must not take: C and C++ keywords, the macros and typedefs the header's
+# includes define, and the header's own parameter name.
+_RESERVED = C_KEYWORDS | {
+    "NULL", "temp", "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
+    "uint16_t", "uint32_t", "uint64_t", "intptr_t", "uintptr_t", "true", "false",
+}  # fmt: skip
 
 
 def dtype_name(dtype: PrimitiveType) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 from aotc.config import Config, c_identifier
 from aotc.errors import ConfigError, InputFileError
 from aotc.frontend.node import TensorRef
-from aotc.frontend.signature import FetchSpec, Signature, TensorSpec
+from aotc.frontend.signature import FetchSpec, Signature, TensorSpec, model_stem
 from aotc.hlo.ir import Instruction, Module, Opcode
 from aotc.hlo.shape import TupleShape
 from aotc.hlo.text import parse_module
@@ -61,7 +61,7 @@ def load_hlo(path: str | Path, config: Config | None = None) -> HloInput:
     module = parse_module(_read_text(Path(path)), str(path))
     _tuple_root(module)
     verify_module(module)
-    name = c_identifier(config.name or Path(path).stem)
+    name = c_identifier(config.name or model_stem(path))
     return HloInput(module, _signature(module, config, name, str(path)))
 
 

@@ -64,9 +64,15 @@ class Signature:
     fetches: tuple[FetchSpec, ...]
 
 
+def model_stem(path: str | Path) -> str:
+    """``model`` for ``dir/model.pb``; resolved first, so ``.`` names the current folder."""
+    return Path(path).resolve().stem
+
+
 def default_config_path(graph_path: str | Path) -> Path | None:
     """``model.yaml`` next to ``model.pb``, if it exists."""
-    candidate = Path(graph_path).with_suffix(".yaml")
+    resolved = Path(graph_path).resolve()
+    candidate = resolved.with_name(resolved.stem + ".yaml")
     return candidate if candidate.is_file() else None
 
 
@@ -75,7 +81,7 @@ def resolve_signature(
 ) -> Signature:
     """Check the config against the graph and fill in what it leaves out."""
     where = _Where(config, graph)
-    fetch_list = list(config.fetches) or _inferred_fetches(graph)
+    fetch_list = list(config.fetches) or inferred_fetches(graph)
     fetches = tuple(
         _fetch_spec(graph, f, where.entry("fetches", i, f.ref, bool(config.fetches)))
         for i, f in enumerate(fetch_list)
@@ -86,7 +92,7 @@ def resolve_signature(
         for i, f in enumerate(feed_list)
     )
     _check_all_placeholders_fed(graph, feeds, fetches, where)
-    stem = Path(graph_path if graph_path is not None else graph.path).stem
+    stem = model_stem(graph_path if graph_path is not None else graph.path)
     return Signature(c_identifier(config.name or stem), feeds, fetches)
 
 
@@ -104,7 +110,7 @@ class _Where:
         return f"{self.graph_path}: {_SINGULAR[key]} '{ref}'"
 
 
-def _inferred_fetches(graph: Graph) -> list[Fetch]:
+def inferred_fetches(graph: Graph) -> list[Fetch]:
     # Control consumers count too: lowered tf.cond leaves "pivot" Identity nodes that only
     # gate other nodes through control edges; they are not results.
     controlling = {name for node in graph.nodes.values() for name in node.control_inputs}

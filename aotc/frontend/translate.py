@@ -19,7 +19,11 @@ from aotc.frontend.signature import Signature
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate_computation
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode
-from aotc.hlo.shape import PrimitiveType, Shape
+from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
+
+# Constant subgraphs (shape arithmetic, Fill, Range, ...) are evaluated while translating;
+# a crafted graph must not turn that into a multi-gigabyte, hours-long computation.
+MAX_CONSTANT_EVAL_BYTES = 256 << 20
 
 
 class TranslationContext:
@@ -35,19 +39,24 @@ class TranslationContext:
         if value.opcode is Opcode.CONSTANT:
             assert value.literal is not None
             return value.literal
-        feed = _feed_it_depends_on(value)
+        subgraph = _subgraph(value)
+        node = self.node.name if self.node else "?"
+        feed = next((i for i in subgraph if i.opcode is Opcode.PARAMETER), None)
         if feed is not None:
-            node = self.node.name if self.node else "?"
             raise ShapeError(
                 f"the {what} must be a compile-time constant, but it depends on the "
                 f"feed '{feed.name}'; aotc needs static shapes (node '{node}')"
             )
+        big = next((i for i in subgraph if _byte_size(i) > MAX_CONSTANT_EVAL_BYTES), None)
+        if big is not None:
+            raise ShapeError(
+                f"the {what} is computed from a {_byte_size(big)}-byte value '{big.name}'; "
+                f"aotc evaluates at most {MAX_CONSTANT_EVAL_BYTES} bytes at compile time "
+                f"(node '{node}')"
+            )
         result = evaluate_computation(Computation("constant_subgraph", [], value), [])
         assert isinstance(result, np.ndarray)
         return result
-
-    def constant_input(self, inputs: Sequence[Instruction], index: int, what: str) -> np.ndarray:
-        return self.constant_value(inputs[index], what)
 
     def scalar(self, value: float | int | bool, dtype: PrimitiveType) -> Instruction:
         return self.builder.constant(value, dtype)
@@ -82,18 +91,20 @@ class TranslationContext:
         return [self.broadcast_to(x, dims) for x in xs]
 
 
-def _feed_it_depends_on(value: Instruction) -> Instruction | None:
-    """A parameter (feed) that ``value`` is computed from, or None for a constant."""
-    stack, seen = [value], set()
+def _subgraph(value: Instruction) -> list[Instruction]:
+    """``value`` and every instruction it is computed from."""
+    found, stack = {id(value): value}, [value]
     while stack:
-        inst = stack.pop()
-        if inst.opcode is Opcode.PARAMETER:
-            return inst
-        for op in inst.operands:
-            if id(op) not in seen:
-                seen.add(id(op))
+        for op in stack.pop().operands:
+            if id(op) not in found:
+                found[id(op)] = op
                 stack.append(op)
-    return None
+    return list(found.values())
+
+
+def _byte_size(inst: Instruction) -> int:
+    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+    return sum(s.byte_size for s in shapes if isinstance(s, Shape))
 
 
 def translate_graph(graph: Graph, signature: Signature) -> Module:

@@ -14,6 +14,8 @@ COMMUTATIVE = frozenset({
     Opcode.ADD, Opcode.MULTIPLY, Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.AND, Opcode.OR,
     Opcode.XOR,
 })  # fmt: skip
+#: Float max/min of +0.0 and -0.0 may return either zero, depending on operand order.
+_ORDERED_FOR_FLOATS = frozenset({Opcode.MAXIMUM, Opcode.MINIMUM})
 
 Key = tuple[object, ...]
 
@@ -46,7 +48,9 @@ def structural_key(inst: Instruction) -> Key | None:
     if inst.opcode is Opcode.PARAMETER:
         return None
     operands = [id(o) for o in inst.operands]
-    if inst.opcode in COMMUTATIVE:
+    if inst.opcode in COMMUTATIVE and not (
+        inst.opcode in _ORDERED_FOR_FLOATS and inst.array_shape.dtype.is_float
+    ):
         operands.sort()
     return (
         inst.opcode,

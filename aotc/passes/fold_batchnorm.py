@@ -6,11 +6,12 @@ dimension only. These rules move the scale into the weights and merge the biases
 
     (x . W) * s            -> x . (W * s)                      s along W's output features
     (y + b1) * s           -> y * s + (b1 * s)                 y a dot or convolution
-    (y + b1) + b2          -> y + (b1 + b2)
+    (y + b1) + b2          -> y + (b1 + b2)                    floats: y a dot or convolution
     y - c                  -> y + (-c)                         exact
 
 so ``(x . W + b1) * s + b2`` becomes ``x . W' + b'``. The new weights and biases are computed
-here with numpy; the float results differ from the unfolded graph by rounding only.
+here with numpy. These rewrites reassociate float arithmetic after a dot or convolution, as
+batch-norm folding does in every inference compiler; they never apply elsewhere.
 """
 
 from __future__ import annotations
@@ -148,13 +149,20 @@ def scale_over_bias(ctx: RewriteContext, mul: Instruction) -> Instruction | None
 
 
 def merge_biases(ctx: RewriteContext, add: Instruction) -> Instruction | None:
-    """``(y + b1) + b2 -> y + (b1 + b2)`` for per-feature constants ``b1``, ``b2``."""
+    """``(y + b1) + b2 -> y + (b1 + b2)`` for per-feature constants ``b1``, ``b2``.
+
+    Regrouping float additions is not exact (``(x + 2**23 + 2**22) - ...`` cancels), so for
+    floats ``y`` must be a dot or convolution: the batch-norm shift this rule exists for.
+    """
+    floats = add.array_shape.dtype.is_float
     for inner, b2 in _pairs(add):
         if inner.opcode is not Opcode.ADD or ctx.use_count(inner) != 1 or not _is_numeric(add):
             continue
         for y, b1 in _pairs(inner):
             if y.opcode in (Opcode.CONSTANT, Opcode.BROADCAST):
                 continue  # constant folding's job
+            if floats and y.opcode not in _LINEAR:
+                continue
             found = _common_vectors(b1, b2, range(add.array_shape.rank))
             if found is not None:
                 dim, v1, v2 = found

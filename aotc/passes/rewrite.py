@@ -28,19 +28,6 @@ def module_names(module: Module) -> NameUniquer:
     return names
 
 
-def replace_all_uses(comp: Computation, old: Instruction, new: Instruction) -> None:
-    """Make every user of ``old`` in ``comp`` (and the root) use ``new`` instead.
-
-    ``new`` must already be in ``comp`` before the first user of ``old``.
-    """
-    assert old.shape == new.shape, f"replacing {old} by {new}: shapes differ"
-    for inst in comp.instructions:
-        if any(o is old for o in inst.operands):
-            inst.operands = [new if o is old else o for o in inst.operands]
-    if comp.root is old:
-        comp.root = new
-
-
 def remove_dead(comp: Computation) -> bool:
     """Drop instructions the root does not need (parameters stay); returns whether any went."""
     live = {id(i) for i in comp.post_order()}
