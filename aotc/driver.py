@@ -137,7 +137,9 @@ def _target_spec(config: Config, overrides: TargetOverrides) -> TargetSpec:
 
 def output_paths(graph_path: str | Path, out: str | Path | None) -> tuple[Path, Path]:
     """``-o build/mlp`` -> build/mlp.o, build/mlp.h; no ``-o``: ``<stem>.o`` in the cwd."""
-    prefix = Path(out).resolve() if out else Path(model_stem(graph_path))
+    prefix = Path(out) if out else Path(model_stem(graph_path))
+    if prefix.name in ("", "..") or str(prefix) == ".":  # ``-o .`` names no file: resolve it
+        prefix = prefix.resolve()
     return prefix.with_name(prefix.name + ".o"), prefix.with_name(prefix.name + ".h")
 
 

@@ -222,6 +222,50 @@ def test_dense_bias_relu_epilogue_stores_whole_vectors() -> None:
         assert any("<16 x float>" in t for t in tiles)
 
 
+SHARED_PLANS = """
+HloModule m
+ENTRY main {
+  x1 = f32[20,64] parameter(0)
+  x2 = f32[20,64] parameter(1)
+  w1 = f32[64,40] parameter(2)
+  w2 = f32[64,40] parameter(3)
+  bias = f32[40] parameter(4)
+  d1 = f32[20,40] dot(x1, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d2 = f32[20,40] dot(x2, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[20,40] broadcast(bias), dimensions={1}
+  zero = f32[] constant(0)
+  zb = f32[20,40] broadcast(zero), dimensions={}
+  e1 = f32[20,40] dot(x1, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s1 = f32[20,40] add(e1, bb)
+  r1 = f32[20,40] maximum(s1, zb)
+  e2 = f32[20,40] dot(x2, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s2 = f32[20,40] add(e2, bb)
+  r2 = f32[20,40] maximum(s2, zb)
+  ROOT t = (f32[20,40], f32[20,40], f32[20,40], f32[20,40]) tuple(d1, d2, r1, r2)
+}"""
+
+
+def _defined(ir_text: str, pattern: str) -> list[str]:
+    return re.findall(rf'^define internal [^@]*@"?([^"(]*{pattern})"?\(', ir_text, re.M)
+
+
+def test_dots_with_the_same_plan_share_their_gemm_functions() -> None:
+    """Two plain dots of one plan share the GEMM driver and micro-kernels; two fused dots with
+    the same bias + relu epilogue share theirs: each body reaches LLVM once."""
+    module = parse_module(SHARED_PLANS)
+    assert Fusion().run(module)
+    emitted = str(emit_module(module, "gd", AVX512)[0])
+    drivers, tiles = _defined(emitted, r"\.gemm"), _defined(emitted, r"\.gemm\.tile\w+")
+    kinds = {t.rsplit(".", 1)[1] for t in tiles}
+    assert len(drivers) == 2, drivers  # one plain, one with the epilogue
+    assert len(tiles) == 2 * len(kinds), tiles  # per tile kind: plain and with the epilogue
+    for ir_text in (emitted, str(emit_module(module, "gd", AVX512)[0])):
+        callees = set(re.findall(r'call void @"?([^"(]*\.gemm)"?\(', ir_text))
+        assert callees == set(drivers)  # every kernel calls a kept driver
+    inputs = [weights(*p.array_shape.dims) for p in module.entry.parameters]
+    run_and_compare(module, inputs, rtol=1e-5)
+
+
 def test_short_k_dots_keep_the_loop_kernel() -> None:
     """K <= SMALL_GEMM_K (M > 1): loop kernel, no scratch; GEMV and longer K: the GEMM."""
     k = SMALL_GEMM_K

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aotc.codegen.emitter import emit_module_assigned
@@ -15,21 +15,42 @@ from aotc.hlo.ir import Module, Opcode
 from aotc.report import CompileReport, build_report
 
 HOST = TargetSpec()
-_UNSUPPORTED: frozenset[Opcode] = frozenset()  # every opcode has a kernel now
 
 
-@dataclass
+class _LazyText:
+    """A ``str`` attribute that may be set to a function producing it, called on first read.
+
+    Printing an optimized module costs seconds for large weights, and most compiles (the CLI
+    without the cache) never read ``CompiledModel.llvm_ir``.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> str:
+        if obj is None:
+            return ""  # the dataclass default
+        value = obj.__dict__[self.slot]
+        if callable(value):
+            value = obj.__dict__[self.slot] = value()
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, obj: object, value: str | Callable[[], str]) -> None:
+        obj.__dict__[self.slot] = value
+
+
+@dataclass(kw_only=True)
 class CompiledModel:
     """A compiled model: the object file, its header, and what they were built from.
 
-    ``llvm_ir`` is the optimized LLVM IR that was turned into ``object_bytes``; ``target``
-    holds the resolved triple, cpu and features (never ``"host"``).
+    ``llvm_ir`` is the optimized LLVM IR that was turned into ``object_bytes`` (printed when
+    first read); ``target`` holds the resolved triple, cpu and features (never ``"host"``).
     """
 
     name: str
     object_bytes: bytes
     header: str
-    llvm_ir: str
+    llvm_ir: _LazyText = _LazyText()
     temp_bytes: int
     args: list[TensorInfo]
     results: list[TensorInfo]
@@ -50,18 +71,18 @@ def compile_module(
     the results; ``args`` and ``results`` give their user-facing names and must match shapes.
     """
     _check_signature(module, args, results)
-    _check_supported(module)
     tm, resolved = create_target_machine(target)
     llvm_module, assignment = emit_module_assigned(module, name, vector_info(resolved))
     temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
     llvm_module.data_layout = str(tm.target_data)
     optimized = optimize(str(llvm_module), tm)
+    del llvm_module  # the Python IR (and its text) is no longer needed
     return CompiledModel(
         name=name,
         object_bytes=emit_object(optimized, tm),
         header=render_header(name, args, results, temp_bytes, resolved),
-        llvm_ir=str(optimized),
+        llvm_ir=lambda: str(optimized),
         temp_bytes=temp_bytes,
         args=list(args),
         results=list(results),
@@ -91,13 +112,3 @@ def _check_list(kind: str, shapes: Sequence[object], infos: Sequence[TensorInfo]
             raise CodegenError(
                 f"{kind} {i} '{info.name}' is {info.shape} but the module computes {shape}"
             )
-
-
-def _check_supported(module: Module) -> None:
-    for comp in module.computations:
-        for inst in comp.instructions:
-            if inst.opcode in _UNSUPPORTED:
-                raise CodegenError(
-                    f"{inst.opcode.value} %{inst.name} (in {comp.name}) is not "
-                    "supported by codegen yet"
-                )

@@ -7,7 +7,8 @@
 
 Each kernel is an internal function taking its output and operand buffers as ``noalias``
 pointers (the vectorizer needs no runtime alias checks); the optimizer inlines them. Constants
-are private read-only ``i8`` arrays aligned to 64 bytes. The two entry points are the only
+are private read-only ``i8`` arrays aligned to 64 bytes (weights that only GEMMs read, packed
+at compile time, have no global of their own). The two entry points are the only
 symbols with external linkage.
 """
 
@@ -28,7 +29,7 @@ from aotc.codegen.buffers import (
     assign_buffers,
 )
 from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64, readonly_global
-from aotc.codegen.kernels import kernel_emitter, kernel_scratch_bytes
+from aotc.codegen.kernels import kernel_emitter, kernel_packed_operands, kernel_scratch_bytes
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import function_builder
@@ -47,7 +48,7 @@ class _Entry:
     args: ir.Value
     results: ir.Value
     temp: ir.Value
-    constants: list[ir.GlobalVariable]
+    constants: list[ir.Value]  # read-only globals; null for constants no kernel reads
     vector: VectorInfo = GENERIC
     pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
 
@@ -82,7 +83,11 @@ def _emit_run_buffers(
     fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
     fn.attributes.add("nounwind")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    constants = [_constant_global(llvm_module, c) for c in assignment.constants]
+    needed = _constants_read(assignment, vector)
+    constants = [
+        _constant_global(llvm_module, c) if k in needed else ir.Constant(PTR, None)
+        for k, c in enumerate(assignment.constants)
+    ]
     args, results, temp = fn.args
     entry = _Entry(llvm_module, builder, args, results, temp, constants, vector)
     for inst in assignment.kernels:
@@ -101,6 +106,25 @@ def _copy_result(entry: _Entry, copy: ResultCopy) -> None:
         emit_store_loop(b, buffer_reader(ins[0], copy.shape), outs[0], copy.shape)
 
     _call_function(entry, f"copy.result{copy.result}", [target], [source], body)
+
+
+def _constants_read(assignment: BufferAssignment, vector: VectorInfo) -> set[int]:
+    """Indices of the constants some kernel or result copy reads from their global.
+
+    Weights that only GEMMs read, packed at compile time (``kernel_packed_operands``), are
+    left out: their bytes would reach LLVM twice, as the constant and as the packed copy.
+    """
+    read: set[int] = set()
+    for inst in assignment.kernels:
+        packed = kernel_packed_operands(inst, vector)
+        for k, op in enumerate(inst.operands):
+            buffer = assignment.buffer(op)
+            if buffer.kind is BufferKind.CONSTANT and k not in packed:
+                read.add(buffer.index)
+    for copy in assignment.copies:
+        if copy.source.kind is BufferKind.CONSTANT:
+            read.add(copy.source.index)
+    return read
 
 
 def _constant_global(llvm_module: ir.Module, inst: Instruction) -> ir.GlobalVariable:

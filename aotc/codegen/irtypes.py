@@ -179,13 +179,41 @@ def store_element(
     builder.store(value, ptr, align=shape.dtype.byte_size)
 
 
+class _Bytes(ir.Constant):  # type: ignore[misc]
+    """An ``i8`` array initializer printed in one pass and never cached: every byte ``\\hh``
+    (LLVM reads any byte of a ``c"..."`` string escaped that way).
+
+    llvmlite's own ``bytearray`` constant escapes byte by byte through a Python list (eight
+    bytes of pointer per byte of data) and keeps the printed text alive with the module; for
+    100 MB of weights that is most of the compile's time and memory before LLVM sees them.
+    """
+
+    def __init__(self, typ: ir.ArrayType, data: bytes) -> None:
+        self.type = typ
+        self.constant = data
+
+    def get_reference(self) -> str:
+        if not self.constant:
+            return 'c""'
+        return 'c"\\' + self.constant.hex("\\") + '"'
+
+    def _get_reference(self) -> str:
+        return self.get_reference()
+
+    def _to_string(self) -> str:
+        return f"{self.type} {self.get_reference()}"
+
+    def __str__(self) -> str:
+        return self._to_string()
+
+
 def readonly_global(
     module: ir.Module, name: str, data: bytes, align: int = ALIGN
 ) -> ir.GlobalVariable:
     """Private read-only bytes (constants, pre-packed weights): an ``i8`` array, not text."""
     ty = ir.ArrayType(I8, len(data))
     gv = ir.GlobalVariable(module, ty, name)
-    gv.initializer = ir.Constant(ty, bytearray(data))
+    gv.initializer = _Bytes(ty, bytes(data))
     gv.global_constant = True
     gv.linkage = "private"
     gv.unnamed_addr = True

@@ -39,6 +39,12 @@ class TargetSpec:
 def _initialize() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # The post-RA list scheduler is quadratic in a block's size: the vectorized A packing of a
+    # large GEMM (~2000 instructions in one block) made it 2/3 of ResNet50's code generation
+    # (4.5 of 6.8 s). Out-of-order cores gain nothing from it: ResNet50 and the C benches run
+    # at the same speed without it on znver4. An LLVM option is process-wide (it applies to
+    # every target, and to other users of llvmlite in this process).
+    llvm.set_option("aotc", "-post-RA-scheduler=false")
 
 
 def _arch(triple: str) -> str:

@@ -148,9 +148,11 @@ def _joinable(
 ) -> bool:
     if id(producer) in group.ids() or id(producer) in group_of or not _may_join(producer):
         return False
+    if producer.opcode in CHEAP:
+        return True
     # Users that are duplicates (kept outside too) would keep the original alive as well.
     absorbed = _absorbed(group, users)
-    return producer.opcode in CHEAP or all(id(u) in absorbed for u in users[id(producer)])
+    return all(id(u) in absorbed for u in users[id(producer)])
 
 
 def _closure(

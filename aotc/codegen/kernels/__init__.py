@@ -7,11 +7,19 @@ scratch an opcode's kernel needs for an instruction on a target (absent: none).
 
 from __future__ import annotations
 
-from aotc.codegen.kernels.base import KernelEmitter, ScratchSize
-from aotc.codegen.kernels.conv import conv_scratch_bytes, emit_convolution_kernel
-from aotc.codegen.kernels.dot import dot_scratch_bytes, emit_dot_kernel
+from aotc.codegen.kernels.base import KernelEmitter, PackedOperands, ScratchSize
+from aotc.codegen.kernels.conv import (
+    conv_packed_operands,
+    conv_scratch_bytes,
+    emit_convolution_kernel,
+)
+from aotc.codegen.kernels.dot import dot_packed_operands, dot_scratch_bytes, emit_dot_kernel
 from aotc.codegen.kernels.elemental import emit_elemental_kernel
-from aotc.codegen.kernels.fusion import emit_fusion_kernel, fusion_scratch_bytes
+from aotc.codegen.kernels.fusion import (
+    emit_fusion_kernel,
+    fusion_packed_operands,
+    fusion_scratch_bytes,
+)
 from aotc.codegen.kernels.reduce import emit_reduce_kernel
 from aotc.codegen.kernels.reduce_window import emit_reduce_window_kernel
 from aotc.codegen.vector import VectorInfo
@@ -38,6 +46,15 @@ SCRATCH: dict[Opcode, ScratchSize] = {
     Opcode.CONVOLUTION: conv_scratch_bytes,
 }
 
+#: Operands an opcode's kernel reads only from a copy packed at compile time (constant weights
+#: on the GEMM engine), never from their buffer (absent: none). A constant read only that way
+#: needs no global of its own: the emitter passes a null pointer.
+PACKED: dict[Opcode, PackedOperands] = {
+    Opcode.DOT: dot_packed_operands,
+    Opcode.FUSION: fusion_packed_operands,
+    Opcode.CONVOLUTION: conv_packed_operands,
+}
+
 # Instructions that need no code: they name buffers that exist already.
 NO_KERNEL = frozenset({Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT})
 
@@ -53,3 +70,9 @@ def kernel_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     """Scratch bytes ``inst``'s kernel needs on a target with vector shape ``info``."""
     size = SCRATCH.get(inst.opcode)
     return size(inst, info) if size is not None else 0
+
+
+def kernel_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
+    """Operand numbers ``inst``'s kernel never reads from their buffers (see ``PACKED``)."""
+    packed = PACKED.get(inst.opcode)
+    return packed(inst, info) if packed is not None else frozenset()

@@ -55,6 +55,9 @@ KernelEmitter = Callable[[ir.IRBuilder, KernelIO], None]
 #: Bytes of scratch a kernel needs for an instruction on a target (0: none).
 ScratchSize = Callable[[Instruction, VectorInfo], int]
 
+#: Operand numbers a kernel takes from compile-time packed copies instead of their buffers.
+PackedOperands = Callable[[Instruction, VectorInfo], frozenset[int]]
+
 
 def output_shapes(inst: Instruction) -> list[Shape]:
     """The array shapes an instruction writes: one, or one per element of its tuple shape."""

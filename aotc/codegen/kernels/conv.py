@@ -71,6 +71,18 @@ def conv_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     return spec.scratch_bytes(info) if spec is not None else 0
 
 
+def conv_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
+    """The kernel when it is constant weights the GEMM packs at compile time."""
+    return frozenset({1}) if packs_weights(conv_fast_path(inst)) else frozenset()
+
+
+def packs_weights(spec: GemmDot | ConvGemm | None) -> bool:
+    """Whether a GEMM form reads its rhs from weights packed at compile time."""
+    if isinstance(spec, ConvGemm):
+        return spec.weights is not None
+    return spec is not None and spec.b_constant is not None
+
+
 def conv_fast_path(
     inst: Instruction, rhs_source: Instruction | None = None
 ) -> GemmDot | ConvGemm | None:

@@ -28,6 +28,12 @@ def dot_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     return spec.scratch_bytes(info) if spec is not None else 0
 
 
+def dot_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
+    """The rhs when it is constant weights the GEMM packs at compile time."""
+    spec = gemm_dot(inst)
+    return frozenset({1}) if spec is not None and spec.b_constant is not None else frozenset()
+
+
 def emit_dot_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     spec = gemm_dot(io.inst)
     lhs, rhs = io.pointer(0), io.pointer(1)

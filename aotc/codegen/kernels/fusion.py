@@ -24,7 +24,12 @@ from llvmlite import ir
 
 from aotc.codegen.irtypes import i64, register_type, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
-from aotc.codegen.kernels.conv import conv_fast_path, emit_conv_fast_path, emit_conv_loops
+from aotc.codegen.kernels.conv import (
+    conv_fast_path,
+    emit_conv_fast_path,
+    emit_conv_loops,
+    packs_weights,
+)
 from aotc.codegen.kernels.conv_gemm import ConvGemm
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
@@ -104,6 +109,21 @@ def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     """Scratch for an output fusion on the GEMM engine; other fusions need none."""
     spec = _fused_gemm(inst, info) or _fused_conv(inst)
     return spec.scratch_bytes(info) if spec is not None else 0
+
+
+def fusion_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
+    """The fusion operand holding an output fusion's constant weights, when the GEMM engine
+    packs them at compile time and nothing else in the fusion reads them."""
+    spec = _fused_gemm(inst, info) or _fused_conv(inst)
+    if not packs_weights(spec):
+        return frozenset()
+    comp = inst.called[0]
+    plan = plan_computation(comp)
+    assert plan is not None and plan.dot is not None
+    weights = plan.dot.operands[1]
+    if len(comp.users().get(id(weights), [])) != 1 or plan.dot.operands[0] is weights:
+        return frozenset()
+    return frozenset({parameter_number(weights)})
 
 
 def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:

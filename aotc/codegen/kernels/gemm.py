@@ -40,6 +40,7 @@ from aotc.codegen.kernels.gemm_tile import (
     tile_pieces,
 )
 from aotc.codegen.loops import for_range, function_builder
+from aotc.codegen.shared import share
 from aotc.codegen.vector import VectorInfo, allow_wide_vectors
 
 TRUE = ir.Constant(I1, 1)
@@ -96,7 +97,7 @@ def emit_gemm(
     else:
         _Gemm(module, name, plan, info, options, b).emit(c, a, b_ptr, scratch)
     b.ret_void()
-    return fn
+    return share(module, fn)
 
 
 def _new_function(module: ir.Module, name: str, n_args: int) -> ir.Function:
@@ -194,7 +195,7 @@ class _Gemm:
     def _kernel(self, rows: int, cols: int, kc: int) -> ir.Function:
         key = (rows, cols, kc)
         if key not in self.kernels:
-            self.kernels[key] = self._emit_kernel(rows, cols, kc)
+            self.kernels[key] = share(self.module, self._emit_kernel(rows, cols, kc))
         return self.kernels[key]
 
     def _emit_kernel(self, rows: int, cols: int, kc: int) -> ir.Function:
