@@ -233,7 +233,7 @@ def environment(args: argparse.Namespace, pinned: str) -> dict[str, Any]:
         "tf2onnx": _version("tf2onnx"),
         "onnx": _version("onnx"),
         "tfcompile": "skipped (--no-tfcompile)" if args.no_tfcompile else
-                     f"shared/bench/tfcompile_baseline.py, runtime cache {args.tfcompile_cache}",
+                     f"shared/bench/tfcompile_baseline.py, runtime cache {_home_relative(args.tfcompile_cache)}",
         "timing": "quick: warm-up 1, >= 3 runs and >= 0.2 s" if args.quick else
                   "warm-up 3, >= 10 runs and >= 1 s per system (tfcompile: its own driver)",
         "argv": " ".join(["bench/run.py", *sys.argv[1:]]),
@@ -301,6 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         write(results, env, args.out)
     print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
     return 0
+
+
+def _home_relative(path: Path) -> str:
+    """``~/.cache/...`` rather than this machine's home folder, for the committed results."""
+    try:
+        return "~/" + Path(path).resolve().relative_to(Path.home().resolve()).as_posix()
+    except ValueError:
+        return Path(path).name
 
 
 if __name__ == "__main__":
