@@ -233,7 +233,8 @@ def environment(args: argparse.Namespace, pinned: str) -> dict[str, Any]:
         "tf2onnx": _version("tf2onnx"),
         "onnx": _version("onnx"),
         "tfcompile": "skipped (--no-tfcompile)" if args.no_tfcompile else
-                     f"shared/bench/tfcompile_baseline.py, runtime cache {_home_relative(args.tfcompile_cache)}",
+                     "shared/bench/tfcompile_baseline.py, runtime cache "
+                     + _home_relative(args.tfcompile_cache),
         "timing": "quick: warm-up 1, >= 3 runs and >= 0.2 s" if args.quick else
                   "warm-up 3, >= 10 runs and >= 1 s per system (tfcompile: its own driver)",
         "argv": " ".join(["bench/run.py", *sys.argv[1:]]),
