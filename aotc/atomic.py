@@ -9,22 +9,40 @@ from pathlib import Path
 from aotc.errors import OutputError
 
 
-def write_atomically(path: str | Path, data: bytes, make_parents: bool = True) -> None:
-    """Write ``data`` to ``path``; readers never see a partial file, and a failure (or Ctrl-C)
-    leaves no temporary file behind. OSErrors become an ``OutputError`` naming ``path``."""
+def stage(path: str | Path, data: bytes, hint: str = "") -> Path:
+    """Write ``data`` to a temporary file beside ``path`` (creating folders) and return it.
+
+    A failure, or Ctrl-C, leaves no temporary file behind; an OSError becomes an
+    ``OutputError`` naming ``path``, with ``hint`` appended.
+    """
     target = Path(path)
     tmp = ""
     try:
-        if make_parents:
-            target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would surprise whoever reads the file next
-        os.replace(tmp, target)
     except BaseException as err:
         if tmp:
             Path(tmp).unlink(missing_ok=True)
         if isinstance(err, OSError):
-            raise OutputError(f"{target}: cannot write: {err.strerror or err}") from None
+            raise OutputError(
+                f"{target}: cannot write output: {err.strerror or err}{hint}"
+            ) from None
         raise
+    return Path(tmp)
+
+
+def commit(tmp: Path, path: str | Path) -> None:
+    """Rename a staged file into place; an OSError becomes an ``OutputError``."""
+    try:
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"{path}: cannot write output: {err.strerror or err}") from None
+
+
+def write_atomically(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path``; readers never see a partial file."""
+    commit(stage(path, data), path)

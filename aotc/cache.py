@@ -20,7 +20,6 @@ import functools
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,11 @@ from typing import Any
 import llvmlite
 
 from aotc import __version__
+from aotc.atomic import write_atomically
 from aotc.codegen.compile import CompiledModel
 from aotc.codegen.target import TargetSpec, resolve_target
 from aotc.driver import TargetOverrides, compile_graph
+from aotc.errors import OutputError
 from aotc.frontend.signature import default_config_path
 from aotc.frontend.sources import SourceOptions
 
@@ -153,18 +154,9 @@ class DiskCache:
         """Store ``model`` atomically; a cache that cannot be written is skipped silently."""
         path = self.path(key)
         try:
-            data = _encode(model)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            write_atomically(path, _encode(model))
+        except (OutputError, pickle.PicklingError, TypeError, AttributeError):
             return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
 
 def _encode(model: CompiledModel) -> bytes:

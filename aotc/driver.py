@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from aotc import progress
+from aotc.atomic import commit, stage
 from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module
 from aotc.config import Config, load_config
 from aotc.errors import AotcError, OutputError
@@ -153,39 +152,14 @@ def write_artifacts(model: CompiledModel, object_path: Path, header_path: Path) 
                 (object_path, model.object_bytes),
                 (header_path, model.header.encode()),
             ):
-                staged.append((_stage(final, data), final))
+                if final.is_dir():  # up front: a rename would fail after the other file moved
+                    raise OutputError(
+                        f"{final}: is a directory; choose another output prefix with -o"
+                    )
+                staged.append((stage(final, data, "; choose a writable folder with -o"), final))
             for tmp, final in staged:
-                _rename(tmp, final)
+                commit(tmp, final)
     except BaseException:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
         raise
-
-
-def _rename(tmp: Path, final: Path) -> None:
-    try:
-        os.replace(tmp, final)
-    except OSError as err:
-        raise OutputError(f"{final}: cannot write output: {err.strerror or err}") from None
-
-
-def _stage(path: Path, data: bytes) -> Path:
-    if path.is_dir():  # checked up front: os.replace would fail after the other file moved
-        raise OutputError(f"{path}: is a directory; choose another output prefix with -o")
-    tmp = ""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-    except BaseException as err:
-        if tmp:  # a full disk or Ctrl-C mid-write: drop the partial file
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise OutputError(
-                f"{path}: cannot write output: {err.strerror or err}; "
-                "choose a writable folder with -o"
-            ) from None
-        raise
-    return Path(tmp)

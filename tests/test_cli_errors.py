@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from fixtures import TF_DATA
 
+import aotc.atomic
 import aotc.driver
 from aotc.cli import INTERNAL_ERROR_EXIT, main
 
@@ -323,7 +324,7 @@ def test_interrupt_while_writing_leaves_nothing(monkeypatch: pytest.MonkeyPatch)
             raise KeyboardInterrupt
         real_replace(src, dst)
 
-    monkeypatch.setattr(aotc.driver.os, "replace", interrupted)
+    monkeypatch.setattr(aotc.atomic.os, "replace", interrupted)
     code, output = run(["compile", str(MLP), "-c", str(MLP_CONFIG), "-o", "out/m"])
     assert code == 130 and "interrupted" in output
     leftovers = [p.name for p in Path("out").iterdir()]
@@ -347,7 +348,7 @@ def test_interrupt_mid_write_leaves_no_temp_file(monkeypatch: pytest.MonkeyPatch
             self.file.write(data[:10])
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(aotc.driver.os, "fdopen", Exploding)
+    monkeypatch.setattr(aotc.atomic.os, "fdopen", Exploding)
     # --no-cache: the interrupt must hit the output files, not the cache entry.
     code, output = run(["compile", str(MLP), "-c", str(MLP_CONFIG), "-o", "out/m", "--no-cache"])
     assert code == 130, output
