@@ -33,7 +33,7 @@ from aotc.codegen.kernels import kernel_emitter, kernel_packed_operands, kernel_
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import function_builder
-from aotc.codegen.vector import GENERIC, VectorInfo
+from aotc.codegen.vector import GENERIC, VectorInfo, allow_wide_vectors
 from aotc.hlo.ir import Instruction, Module, Opcode
 
 KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value]], None]
@@ -74,6 +74,10 @@ def emit_module_assigned(
     params = module.entry.parameters
     results = module.entry.root.operands
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), len(results))
+    # Loop-vectorized kernels too: Intel AVX-512 cpus tune for 256-bit vectors by default.
+    for fn in llvm_module.functions:
+        if not fn.is_declaration:
+            allow_wide_vectors(fn, vector)
     return llvm_module, assignment
 
 

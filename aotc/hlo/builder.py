@@ -41,10 +41,11 @@ class NameUniquer:
     def get(self, base: str) -> str:
         base = base.replace("/", "_").replace(":", "_") or "x"
         count = self._next.get(base, 0)
-        self._next[base] = count + 1
         name = base if count == 0 else f"{base}.{count}"
-        if name != base and name in self._next:  # someone literally named e.g. "add.1"
-            return self.get(base)
+        while name != base and name in self._next:  # someone literally named e.g. "add.1"
+            count += 1
+            name = f"{base}.{count}"
+        self._next[base] = count + 1
         self._next.setdefault(name, 1)
         return name
 

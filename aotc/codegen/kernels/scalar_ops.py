@@ -284,6 +284,10 @@ def _from_float(b: ir.IRBuilder, value: ir.Value, dst: PrimitiveType, target: ir
     if dst.is_float:
         wider = dst.byte_size > _float_width(value.type)
         return b.fpext(value, target) if wider else b.fptrunc(value, target)
+    if str(value.type) == "half":
+        # Exact, and avoids LLVM's AVX512-FP16 lowering of fptosi.sat(half), which maps nan
+        # to INT_MIN instead of 0.
+        value = b.fpext(value, ir.FloatType())
     name = "fptosi.sat" if dst.is_signed_int else "fptoui.sat"
     return call_intrinsic(b, name, [value], overloads=[target, value.type], ret=target)
 
