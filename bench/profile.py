@@ -198,9 +198,13 @@ def profile_model(
         [TensorInfo(f"r{i}", r.array_shape) for i, r in enumerate(module.entry.root.operands)],
     )
     overhead = call_overhead(runs)
-    total = median_seconds(timer(whole), runs) - overhead
+    total = max(median_seconds(timer(whole), runs) - overhead, 0.0)  # noise can undershoot
     times = [profile_kernel(module, k, runs, overhead) for k in kernels(module) if not k.is_tuple]
     return sorted(times, key=lambda t: -t.seconds), total
+
+
+def _gflops(flop: float, seconds: float) -> str:
+    return f"{flop / seconds / 1e9:.1f}" if seconds > 0 else "n/a"
 
 
 def format_table(times: Sequence[KernelTime], total: float, top: int) -> str:
@@ -220,8 +224,7 @@ def format_table(times: Sequence[KernelTime], total: float, top: int) -> str:
     flop_total = sum(t.flops for t in times)
     lines.append(
         f"sum of {len(times)} kernels: {kernel_sum * 1e6:.1f} us; whole model: "
-        f"{total * 1e6:.1f} us ({flop_total / 1e6:.1f} MFLOP, {flop_total / total / 1e9:.1f} "
-        "GFLOP/s)"
+        f"{total * 1e6:.1f} us ({flop_total / 1e6:.1f} MFLOP, {_gflops(flop_total, total)} GFLOP/s)"
     )
     return "\n".join(lines)
 

@@ -10,6 +10,7 @@ from aotc.hlo.shape import Shape
 from aotc.hlo.text import parse_module, print_module
 from aotc.hlo.verify import verify_module
 from aotc.passes import Pass, Pipeline, PipelineOptions
+from aotc.passes.fusion import Fusion
 
 
 def run_pass(p: Pass, text: str) -> tuple[Module, bool]:
@@ -51,3 +52,10 @@ def assert_same_results(p: Pass, text: str, rtol: float = 1e-5, seeds: int = 3) 
 
 def _as_list(value: object) -> list[np.ndarray]:
     return list(value) if isinstance(value, list) else [np.asarray(value)]
+
+
+def fused(text: str) -> Module:
+    module = parse_module(text)
+    assert Fusion().run(module)
+    verify_module(module)
+    return module

@@ -21,8 +21,10 @@ def _profile_module():
 def test_profile_table_lists_every_kernel() -> None:
     profile = _profile_module()
     times, total = profile.profile_model(ROOT / "tests/data/tf/model_unet.pb", None, runs=1)
-    assert total > 0 and times
+    # One timing run is noisy: check what was measured, not how long it took.
+    assert total >= 0 and times and all(t.seconds >= 0 for t in times)
     assert times == sorted(times, key=lambda t: -t.seconds)
     assert any("convolution" in t.what for t in times)
     table = profile.format_table(times, total, top=3)
     assert "GFLOP/s" in table and f"sum of {len(times)} kernels" in table
+    assert "n/a GFLOP/s" in profile.format_table(times, 0.0, top=3)  # no division by zero

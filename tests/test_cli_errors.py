@@ -129,6 +129,25 @@ def test_duplicate_node_name() -> None:
     compile_fails(bad_graph("dup.pbtxt", text), "dup.pbtxt", "duplicate node name 'y'")
 
 
+@pytest.mark.parametrize(
+    ("op", "inputs", "attrs"),
+    [
+        ("Floor", 0, FLOAT_T),
+        ("Rsqrt", 5, FLOAT_T),
+        ("RealDiv", 1, FLOAT_T),
+        ("AddN", 0, FLOAT_T + ' attr { key: "N" value { i: 0 } }'),
+        ("Pack", 0, FLOAT_T + ' attr { key: "N" value { i: 0 } }'),
+        ("ConcatV2", 0, FLOAT_T),
+        ("ConcatV2", 1, FLOAT_T),
+    ],
+)
+def test_wrong_input_count_names_the_node(op: str, inputs: int, attrs: str) -> None:
+    """Input counts are checked where translators receive them, for every rule shape."""
+    sources = "".join(f' input: "x"' for _ in range(inputs))
+    graph = placeholder() + f'node {{ name: "bad" op: "{op}"{sources} {attrs} }}\n'
+    compile_fails(bad_graph("g.pbtxt", graph), "'bad'", op)
+
+
 def const(name: str, tensor: str, dtype: str = "DT_FLOAT") -> str:
     return (
         f'node {{ name: "{name}" op: "Const" attr {{ key: "dtype" value {{ type: {dtype} }} }} '

@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from c_harness import exported_and_undefined_symbols, run_compiled
+from codegen_testing import compile_hlo
 
 from aotc.codegen import CompiledModel, TargetSpec, TensorInfo, compile_module
 from aotc.codegen.target import resolve_target
 from aotc.errors import CodegenError
 from aotc.hlo.evaluate import evaluate
-from aotc.hlo.ir import Module
 from aotc.hlo.shape import PrimitiveType
 from aotc.hlo.text import parse_module
 
@@ -41,17 +41,6 @@ F32_SPECIALS = np.array(
     ],
     np.float32,
 )
-
-
-def compile_hlo(
-    text: str, name: str = "model", target: TargetSpec | None = None
-) -> tuple[Module, CompiledModel]:
-    module = parse_module(text)
-    args = [TensorInfo(p.name, p.array_shape) for p in module.entry.parameters]
-    results = [
-        TensorInfo(f"out{j}", r.array_shape) for j, r in enumerate(module.entry.root.operands)
-    ]
-    return module, compile_module(module, name, args, results, target or TargetSpec())
 
 
 def check(text: str, *inputs: np.ndarray, rtol: float = 0.0, atol: float = 0.0) -> CompiledModel:

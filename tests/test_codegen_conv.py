@@ -6,71 +6,18 @@ element types) so that a handful of compiles covers the kernels' cases.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
-from c_harness import run_compiled
+from codegen_testing import run_and_compare
+from hlo_programs import build, labels, window
 
-from aotc.codegen import TargetSpec, TensorInfo, compile_module
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
-from aotc.hlo.evaluate import evaluate
-from aotc.hlo.ir import ConvAttrs, ConvDims, Instruction, Module, Opcode, Window, WindowDim
+from aotc.hlo.ir import ConvAttrs, ConvDims, Instruction, Opcode, Window
 from aotc.hlo.shape import PrimitiveType, Shape
-from aotc.hlo.text import parse_module, print_module
-from aotc.hlo.verify import verify_module
 
 RNG = np.random.default_rng(77)
 F32, F16, S32 = PrimitiveType.F32, PrimitiveType.F16, PrimitiveType.S32
-
-Body = Callable[[ModuleBuilder, ComputationBuilder, list[Instruction]], list[Instruction]]
-
-
-def build(shapes: Sequence[Shape], body: Body) -> Module:
-    mb = ModuleBuilder("m")
-    b = mb.computation("main")
-    params = [b.parameter(i, s, f"p{i}") for i, s in enumerate(shapes)]
-    module = mb.build(b.build(b.tuple(body(mb, b, params))))
-    for comp in module.called_computations():  # custom reducers the builder does not track
-        if comp not in module.computations:
-            module.add_computation(comp)
-    verify_module(module)
-    return parse_module(print_module(module))  # the text round trip is part of the contract
-
-
-def check(module: Module, inputs: list[np.ndarray], rtol: float = 2e-6) -> None:
-    args = [TensorInfo(p.name, p.array_shape) for p in module.entry.parameters]
-    results = [
-        TensorInfo(f"out{j}", r.array_shape) for j, r in enumerate(module.entry.root.operands)
-    ]
-    model = compile_module(module, "conv", args, results, TargetSpec())
-    expected = evaluate(module, inputs)
-    typed, buffers = run_compiled(model, inputs)
-    for j, (want, got, again) in enumerate(zip(expected, typed, buffers, strict=True)):
-        np.testing.assert_array_equal(got, again, err_msg=f"result {j}: the two calls differ")
-        assert got.shape == want.shape and got.dtype == want.dtype, f"result {j}"
-        scale = float(np.max(np.abs(want.astype(np.float64)), initial=1.0))
-        np.testing.assert_allclose(got, want, rtol=0, atol=rtol * scale, err_msg=f"result {j}")
-
-
-def labels(text: str) -> ConvDims:
-    """``b01f_01io->b01f`` as ConvDims."""
-    lhs, rest = text.split("_")
-    rhs, out = rest.split("->")
-
-    def spatial(s: str) -> tuple[int, ...]:
-        digits = sorted((c, i) for i, c in enumerate(s) if c.isdigit())
-        return tuple(i for _, i in digits)
-
-    return ConvDims(
-        lhs.index("b"), lhs.index("f"), spatial(lhs),
-        rhs.index("i"), rhs.index("o"), spatial(rhs),
-        out.index("b"), out.index("f"), spatial(out),
-    )  # fmt: skip
-
-
-def window(*dims: tuple[int, ...]) -> Window:
-    """Each dim: (size, stride, pad_low, pad_high, lhs_dilation, rhs_dilation), tail optional."""
-    return Window(tuple(WindowDim(*d) for d in dims))
 
 
 def dims_for(dims: ConvDims, batch: int, feature: int, spatial: Sequence[int]) -> list[int]:
@@ -131,7 +78,7 @@ def _random(shape: Shape) -> np.ndarray:
 
 def test_convolution_layouts_windows_and_groups() -> None:
     shapes = _conv_shapes(F32)
-    check(build(shapes, _conv_body), [_random(s) for s in shapes])
+    run_and_compare(build(shapes, _conv_body), [_random(s) for s in shapes])
 
 
 def test_convolution_f16_and_s32() -> None:
@@ -148,7 +95,7 @@ def test_convolution_f16_and_s32() -> None:
                 for c, x, w in pairs
             ]
 
-        check(build(shapes, body), [_random(s) for s in shapes], rtol=rtol)
+        run_and_compare(build(shapes, body), [_random(s) for s in shapes], rtol=rtol)
 
 
 # ---- reduce-window -----------------------------------------------------------------------------
@@ -187,7 +134,7 @@ def _reduce_window_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instr
 
 def test_reduce_window_paddings_dilations_and_variadic() -> None:
     shapes = [Shape(F32, (2, 7, 6, 3)), Shape(F32, (9,)), Shape(F32, (1,))]
-    check(build(shapes, _reduce_window_body), [_random(s) for s in shapes])
+    run_and_compare(build(shapes, _reduce_window_body), [_random(s) for s in shapes])
 
 
 def test_reduce_window_integer_max_pool() -> None:
@@ -197,4 +144,4 @@ def test_reduce_window_integer_max_pool() -> None:
         return [b.reduce_window([ps[0]], [low], pool, mb.reducer(Opcode.MAXIMUM, S32))]
 
     shape = Shape(S32, (1, 5, 4, 6))
-    check(build([shape], body), [_random(shape)], rtol=0.0)
+    run_and_compare(build([shape], body), [_random(shape)], rtol=0.0)

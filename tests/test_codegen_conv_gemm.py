@@ -8,8 +8,8 @@ One module per test holds many shapes, so a few compiles cover the packer's case
 from __future__ import annotations
 
 import numpy as np
-from test_codegen_conv import build, check, labels, window
-from test_codegen_gemm_dot import run_and_compare
+from codegen_testing import run_and_compare
+from hlo_programs import build, labels, window
 
 from aotc.codegen.kernels.conv import pointwise_gemm
 from aotc.codegen.kernels.conv_gemm import conv_gemm
@@ -66,7 +66,7 @@ def test_implicit_gemm_shapes_match_the_evaluator() -> None:
     module = build(shapes, _cases_body)
     convs = module.entry.root.operands
     assert all(conv_gemm(c) is not None and pointwise_gemm(c) is None for c in convs)
-    check(module, [weights(*s.dims) for s in shapes], rtol=2e-5)
+    run_and_compare(module, [weights(*s.dims) for s in shapes], rtol=2e-5)
 
 
 def _fused_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:

@@ -8,61 +8,14 @@ combination. Results must match the reference evaluator exactly.
 
 from __future__ import annotations
 
-import ctypes
-
-import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from llvmlite import ir
+from codegen_testing import run_fused
 
-from aotc.codegen.irtypes import PTR, VOID
-from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
-from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
-from aotc.codegen.loops import function_builder
-from aotc.codegen.target import TargetSpec, create_target_machine
 from aotc.hlo.evaluate import evaluate
-from aotc.hlo.ir import Module, Opcode, parameter_number
 from aotc.hlo.text import parse_module
 
 RNG = np.random.default_rng(7)
-
-
-def fused(module: Module) -> ir.Module:
-    """``void fused(out, arg0, ...)``: the entry's single result from one composed generator."""
-    entry = module.entry
-    llvm_module = ir.Module("fused")
-    params = entry.parameters
-    fn = ir.Function(llvm_module, ir.FunctionType(VOID, [PTR] * (1 + len(params))), "fused")
-    b = function_builder(fn)
-    generators: dict[int, ElementGenerator] = {}
-    for inst in entry.post_order():
-        if inst.opcode is Opcode.PARAMETER:
-            generators[id(inst)] = buffer_reader(
-                fn.args[1 + parameter_number(inst)], inst.array_shape
-            )
-        elif inst.opcode is not Opcode.TUPLE:
-            generators[id(inst)] = make_generator(
-                inst, [generators[id(op)] for op in inst.operands]
-            )
-    result = entry.root.operands[0]
-    emit_store_loop(b, generators[id(result)], fn.args[0], result.array_shape)
-    b.ret_void()
-    return llvm_module
-
-
-def run_fused(module: Module, inputs: list[np.ndarray]) -> np.ndarray:
-    tm, _ = create_target_machine(TargetSpec())
-    compiled = llvm.parse_assembly(str(fused(module)))
-    compiled.verify()
-    engine = llvm.create_mcjit_compiler(compiled, tm)
-    engine.finalize_object()
-    shape = module.entry.root.operands[0].array_shape
-    out = np.full(shape.dims, 123, dtype=shape.dtype.numpy)
-    arrays = [np.ascontiguousarray(x) for x in inputs]
-    pointers = [ctypes.c_void_p(a.ctypes.data) for a in [out, *arrays]]
-    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(pointers))
-    function(engine.get_function_address("fused"))(*pointers)
-    return out
 
 
 CASES = {

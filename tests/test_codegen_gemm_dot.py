@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from c_harness import run_compiled
-from test_codegen_conv import build, check, labels, window
+from codegen_testing import run_and_compare
+from hlo_programs import build, labels, window
 
 from aotc.codegen import TargetSpec, TensorInfo, compile_module
 from aotc.codegen.emitter import emit_module
@@ -19,8 +19,7 @@ from aotc.codegen.kernels.dot import dot_scratch_bytes
 from aotc.codegen.kernels.dot_gemm import SMALL_GEMM_K, gemm_dot
 from aotc.codegen.vector import AVX512
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
-from aotc.hlo.evaluate import evaluate
-from aotc.hlo.ir import ConvAttrs, DotDims, Instruction, Module
+from aotc.hlo.ir import ConvAttrs, DotDims, Instruction
 from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.hlo.text import parse_module
 from aotc.passes.fusion import Fusion
@@ -35,20 +34,6 @@ def f32(*dims: int) -> Shape:
 
 def weights(*dims: int) -> np.ndarray:
     return RNG.standard_normal(dims).astype(np.float32)
-
-
-def run_and_compare(module: Module, inputs: list[np.ndarray], rtol: float = 2e-6) -> str:
-    """Compile for the host, run from C, compare with the evaluator; returns the LLVM IR."""
-    args = [TensorInfo(p.name, p.array_shape) for p in module.entry.parameters]
-    results = [TensorInfo(f"o{j}", r.array_shape) for j, r in enumerate(module.entry.root.operands)]
-    expected = evaluate(module, inputs)
-    model = compile_module(module, "gd", args, results, TargetSpec())
-    typed, buffers = run_compiled(model, inputs)
-    for j, (want, got, again) in enumerate(zip(expected, typed, buffers, strict=True)):
-        np.testing.assert_array_equal(got, again, err_msg=f"result {j}: the two calls differ")
-        scale = float(np.max(np.abs(want), initial=1.0))
-        np.testing.assert_allclose(got, want, rtol=0, atol=rtol * scale, err_msg=f"result {j}")
-    return model.llvm_ir
 
 
 def _dot(
@@ -321,4 +306,4 @@ def test_convolutions_pointwise_depthwise_and_general() -> None:
     module = build(shapes, conv_body)
     fast = [pointwise_gemm(c) is not None for c in module.entry.root.operands]
     assert fast == [True, True] + [False] * 8
-    check(module, [weights(*s.dims) for s in shapes], rtol=1e-5)
+    run_and_compare(module, [weights(*s.dims) for s in shapes], rtol=1e-5)

@@ -5,21 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from c_harness import run_compiled
-from test_codegen import compile_hlo
+from codegen_testing import compile_hlo
+from hlo_programs import DENSE_RELU, REDUCERS, SOFTMAX
+from pass_testing import fused
 
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import Module, Opcode
 from aotc.hlo.testing import assert_hlo_equal
 from aotc.hlo.text import parse_module, print_module
-from aotc.hlo.verify import verify_module
 from aotc.passes.fusion import Fusion
 
 RNG = np.random.default_rng(7)
-REDUCERS = """
-add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = f32[] add(a, b) }
-max { ma = f32[] parameter(0)  mb = f32[] parameter(1)  ROOT mc = f32[] maximum(ma, mb) }
-"""
-
 REDUCE_SUM = (
     REDUCERS
     + """
@@ -35,23 +31,6 @@ ENTRY main {
 }"""
 )
 
-SOFTMAX = (
-    REDUCERS
-    + """
-ENTRY main {
-  x = f32[8,1000] parameter(0)
-  ninf = f32[] constant(-inf)
-  m = f32[8] reduce(x, ninf), dimensions={1}, to_apply=max
-  mbc = f32[8,1000] broadcast(m), dimensions={0}
-  d = f32[8,1000] subtract(x, mbc)
-  e = f32[8,1000] exponential(d)
-  zero = f32[] constant(0)
-  s = f32[8] reduce(e, zero), dimensions={1}, to_apply=add
-  sb = f32[8,1000] broadcast(s), dimensions={0}
-  y = f32[8,1000] divide(e, sb)
-  ROOT t = (f32[8,1000]) tuple(y)
-}"""
-)
 
 LAYER_NORM = (
     REDUCERS
@@ -81,19 +60,6 @@ ENTRY main {
 }"""
 )
 
-DENSE_RELU = """
-ENTRY main {
-  x = f32[4,32] parameter(0)
-  w = f32[32,16] parameter(1)
-  b = f32[16] parameter(2)
-  d = f32[4,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  bb = f32[4,16] broadcast(b), dimensions={1}
-  a = f32[4,16] add(d, bb)
-  zero = f32[] constant(0)
-  zb = f32[4,16] broadcast(zero), dimensions={}
-  r = f32[4,16] maximum(a, zb)
-  ROOT t = (f32[4,16]) tuple(r)
-}"""
 
 ELEMENTWISE = """
 ENTRY main {
@@ -106,13 +72,6 @@ ENTRY main {
   t = f32[64,128] tanh(m)
   ROOT r = (f32[64,128]) tuple(t)
 }"""
-
-
-def fused(text: str) -> Module:
-    module = parse_module(text)
-    assert Fusion().run(module)
-    verify_module(module)
-    return module
 
 
 def random_args(module: Module) -> list[np.ndarray]:

@@ -9,7 +9,6 @@ than AotcError is a bug in aotc. Runs are derandomized, so failures reproduce.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from aotc.proto import aotc_tf_pb2 as pb
 
 FIXTURES = ["activations", "binary", "float64", "int64", "matmul", "plumbing", "reshape_cast"]
 FIXTURES += ["unary"]
-WORK = Path(tempfile.mkdtemp(prefix="aotc_fuzz_"))
 
 
 def _load(name: str) -> tuple[bytes, Any]:
@@ -164,9 +162,9 @@ def mutate_config(config: Any, data: st.DataObject) -> Any:
     return config
 
 
-def attempt(raw: bytes, config: Any, codegen: bool) -> None:
+def attempt(work: Path, raw: bytes, config: Any, codegen: bool) -> None:
     """Run aotc on the case; AotcError is a fine outcome, anything else fails the test."""
-    graph_path, config_path = WORK / "g.pb", WORK / "cfg.yaml"
+    graph_path, config_path = work / "g.pb", work / "cfg.yaml"
     graph_path.write_bytes(raw)
     config_path.write_text(yaml.safe_dump(config))
     try:
@@ -176,6 +174,12 @@ def attempt(raw: bytes, config: Any, codegen: bool) -> None:
             load_frontend(graph_path, config_path)
     except AotcError:
         pass
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the module's cases, made when the tests run (not at import)."""
+    return tmp_path_factory.mktemp("fuzz")
 
 
 def mutated_case(data: st.DataObject) -> tuple[bytes, Any]:
@@ -194,21 +198,21 @@ def mutated_case(data: st.DataObject) -> tuple[bytes, Any]:
 
 @settings(SETTINGS, max_examples=2500)
 @given(st.data())
-def test_front_end_accepts_or_raises_aotc_error(data: st.DataObject) -> None:
+def test_front_end_accepts_or_raises_aotc_error(work: Path, data: st.DataObject) -> None:
     raw, config = mutated_case(data)
-    attempt(raw, config, codegen=False)
+    attempt(work, raw, config, codegen=False)
 
 
 @settings(SETTINGS, max_examples=40)
 @given(st.data())
-def test_full_compile_accepts_or_raises_aotc_error(data: st.DataObject) -> None:
+def test_full_compile_accepts_or_raises_aotc_error(work: Path, data: st.DataObject) -> None:
     raw, config = mutated_case(data)
-    attempt(raw, config, codegen=True)
+    attempt(work, raw, config, codegen=True)
 
 
 @pytest.mark.parametrize("name", sorted(BASES))
-def test_unmutated_fixtures_compile(name: str) -> None:
+def test_unmutated_fixtures_compile(work: Path, name: str) -> None:
     raw, config = BASES[name]
-    (WORK / f"{name}.pb").write_bytes(raw)
-    (WORK / f"{name}.yaml").write_text(yaml.safe_dump(config))
-    load_frontend(WORK / f"{name}.pb", WORK / f"{name}.yaml")  # the seeds are valid
+    (work / f"{name}.pb").write_bytes(raw)
+    (work / f"{name}.yaml").write_text(yaml.safe_dump(config))
+    load_frontend(work / f"{name}.pb", work / f"{name}.yaml")  # the seeds are valid

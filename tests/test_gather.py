@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 import pytest
-from test_codegen_elemental import run_fused
+from codegen_testing import run_fused
 
 from aotc.errors import HloError
 from aotc.hlo.evaluate import evaluate

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from c_harness import run_compiled
+from hlo_programs import build, labels, window
 from pass_testing import assert_same_results, run_pass
-from test_codegen_conv import build, labels, window
 
 from aotc.codegen.compile import TargetSpec, TensorInfo, compile_module
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder

@@ -13,9 +13,9 @@ import re
 import numpy as np
 import pytest
 from c_harness import run_compiled
-from test_codegen import compile_hlo
+from codegen_testing import compile_entry, compile_hlo
 
-from aotc.codegen import TargetSpec, TensorInfo, compile_module
+from aotc.codegen import TargetSpec
 from aotc.codegen.target import resolve_target
 from aotc.codegen.vector import vector_info
 from aotc.driver import optimize
@@ -172,9 +172,7 @@ ENTRY main {
 def _optimized_ir(text: str) -> str:
     module = parse_module(text)
     optimize(module)  # the default pipeline: softmax becomes kInput fusions
-    args = [TensorInfo(p.name, p.array_shape) for p in module.entry.parameters]
-    results = [TensorInfo(f"o{j}", r.array_shape) for j, r in enumerate(module.entry.root.operands)]
-    return compile_module(module, "m", args, results).llvm_ir
+    return compile_entry(module, "m").llvm_ir
 
 
 @pytest.mark.parametrize("reduced", [1, 0])

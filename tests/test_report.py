@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from codegen_testing import compile_hlo
 from fixtures import fixture_names, load_fixture
-from test_codegen import compile_hlo
-from test_fusion import DENSE_RELU, SOFTMAX, fused
+from hlo_programs import DENSE_RELU, SOFTMAX
+from pass_testing import fused
 
 from aotc.cli import main
 from aotc.codegen.buffers import assign_buffers

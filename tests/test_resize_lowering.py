@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from test_codegen_gemm_dot import run_and_compare
+from codegen_testing import run_and_compare
 
 from aotc.frontend.ops.image import bilinear_taps, nearest_taps, resample_axis
 from aotc.hlo.builder import ModuleBuilder
