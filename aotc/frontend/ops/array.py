@@ -172,8 +172,11 @@ def concat(
 
 
 @translates("ConcatV2", note="constant axis (may be negative)")
-def concat_v2(ctx: TranslationContext, node: Node, *inputs: Instruction) -> Instruction:
-    return concat(ctx, inputs[:-1], inputs[-1])
+def concat_v2(
+    ctx: TranslationContext, node: Node, first: Instruction, *rest: Instruction
+) -> Instruction:
+    *values, axis = first, *rest
+    return concat(ctx, values, axis)
 
 
 @translates("Concat", note="constant axis (may be negative)")
@@ -184,8 +187,11 @@ def concat_v1(
 
 
 @translates("Pack", note="axis may be negative")
-def pack(ctx: TranslationContext, node: Node, *values: Instruction) -> Instruction:
-    dims = values[0].array_shape.dims
+def pack(
+    ctx: TranslationContext, node: Node, first: Instruction, *rest: Instruction
+) -> Instruction:
+    values = (first, *rest)
+    dims = first.array_shape.dims
     axis = normalize_axis(node.attr("axis", 0), len(dims) + 1)
     expanded = [*dims[:axis], 1, *dims[axis:]]
     parts = [ctx.builder.reshape(v, expanded) for v in values]

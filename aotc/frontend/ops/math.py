@@ -16,7 +16,7 @@ from aotc.frontend.node import Node
 from aotc.frontend.ops.reduction import reduce_dims
 from aotc.frontend.ops.registry import translates
 from aotc.frontend.translate import TranslationContext
-from aotc.hlo.ir import ComparisonDirection, Instruction, Opcode
+from aotc.hlo.ir import BINARY_ELEMENTWISE, ComparisonDirection, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
 
 Direction = ComparisonDirection
@@ -42,14 +42,18 @@ def require_float(node: Node, x: Instruction) -> None:
         raise UnsupportedError(f"{node.op} needs a floating-point input, got {dtype.value}")
 
 
-def float_only(
-    opcode: Opcode, ctx: TranslationContext, node: Node, *inputs: Instruction
+def float_unary(opcode: Opcode, ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
+    """A unary op TF defines for floating-point types only (Sqrt, Exp, ...)."""
+    require_float(node, x)
+    return unary_elementwise(opcode, ctx, node, x)
+
+
+def float_binary(
+    opcode: Opcode, ctx: TranslationContext, node: Node, a: Instruction, b: Instruction
 ) -> Instruction:
-    """An op TF defines for floating-point types only (Sqrt, Exp, RealDiv, ...)."""
-    require_float(node, inputs[0])
-    if len(inputs) == 1:
-        return unary_elementwise(opcode, ctx, node, inputs[0])
-    return binary_elementwise(opcode, ctx, node, *inputs)
+    """A binary op TF defines for floating-point types only (RealDiv, ...)."""
+    require_float(node, a)
+    return binary_elementwise(opcode, ctx, node, a, b)
 
 
 def compare(
@@ -83,7 +87,8 @@ _COMPARISONS = {
 for _tf_op, _opcode in _BINARY.items():
     translates(_tf_op, note="numpy-style broadcasting")(partial(binary_elementwise, _opcode))
 for _tf_op, _opcode in _FLOAT_ONLY.items():
-    translates(_tf_op, note="floating-point types")(partial(float_only, _opcode))
+    rule = float_binary if _opcode in BINARY_ELEMENTWISE else float_unary
+    translates(_tf_op, note="floating-point types")(partial(rule, _opcode))
 for _tf_op, _opcode in _UNARY.items():
     translates(_tf_op)(partial(unary_elementwise, _opcode))
 for _tf_op, _direction in _COMPARISONS.items():
@@ -104,9 +109,11 @@ def squared_difference(
 
 
 @translates("AddN", note="inputs of one shape")
-def add_n(ctx: TranslationContext, node: Node, *xs: Instruction) -> Instruction:
-    total = xs[0]
-    for x in xs[1:]:
+def add_n(
+    ctx: TranslationContext, node: Node, first: Instruction, *rest: Instruction
+) -> Instruction:
+    total = first
+    for x in rest:
         if x.array_shape != total.array_shape:
             raise ShapeError(f"AddN needs inputs of one shape, got {total.shape} and {x.shape}")
         total = ctx.builder.binary(Opcode.ADD, total, x)
@@ -115,7 +122,7 @@ def add_n(ctx: TranslationContext, node: Node, *xs: Instruction) -> Instruction:
 
 @translates("Erfc", note="floating-point types; computed as 1 - erf(x)")
 def erfc(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
-    erf = float_only(Opcode.ERF, ctx, node, x)
+    erf = float_unary(Opcode.ERF, ctx, node, x)
     return ctx.builder.binary(Opcode.SUBTRACT, ctx.splat(1, x), erf)
 
 
