@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+from pass_testing import random_args
+
 from aotc.codegen.buffers import ALIGN, Allocation, BufferKind, assign_buffers, pack
+from aotc.driver import compile_graph
+from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import Module
-from aotc.hlo.text import parse_module
+from aotc.hlo.text import parse_module, print_module
+from aotc.jit import JitModel
+from aotc.passes import PipelineOptions
 from aotc.passes.schedule import MemoryModel, Schedule, greedy_schedule, peak_bytes
 
 
@@ -116,3 +125,62 @@ def test_schedule_pass_orders_the_entry_and_buffers_follow_it() -> None:
     assert names.index("a2") < names.index("b1")
     assignment = assign_buffers(m.entry)
     assert assignment.temp_bytes <= assignment.peak_live_bytes * 1.1
+
+
+def test_buffer_plan_follows_the_entry_order() -> None:
+    """The entry's instruction order is the schedule: reordering it changes the buffer plan."""
+    branch_by_branch = module(BRANCHES)
+    breadth_first = module(BRANCHES)
+    entry = breadth_first.entry
+    entry.instructions = [entry.instructions[i] for i in (0, 1, 3, 5, 2, 4, 6, 7, 8, 9)]
+    tight, loose = assign_buffers(branch_by_branch.entry), assign_buffers(entry)
+    assert [k.name for k in loose.kernels] == ["a1", "b1", "c1", "a2", "b2", "c2", "s", "r"]
+    assert tight.temp_bytes == 4096 + 2 * 64 + 64  # one big value at a time, three slices
+    assert loose.temp_bytes == 3 * 4096 + 64  # three big values live at once
+
+
+# DFS order computes p (64 KiB, needed last) before the t0 -> t1 -> q branch with its
+# temporaries; the greedy schedule runs that branch first.
+LATE_USE = """
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[128,128] parameter(0)
+  y = f32[128,32] parameter(1)
+  p = f32[128,128] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t0 = f32[128,32] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t1 = f32[128,128] dot(t0, y), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  zero = f32[] constant(0)
+  q = f32[128] reduce(t1, zero), dimensions={1}, to_apply=add
+  r = f32[128] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[128]) tuple(r)
+}"""
+
+
+def test_printed_schedule_parses_back_to_the_same_plan() -> None:
+    m = parse_module(LATE_USE)
+    assert Schedule().run(m)
+    names = [i.name for i in m.entry.instructions]
+    assert names.index("q") < names.index("p")
+    again = parse_module(print_module(m))
+    assert [i.name for i in again.entry.instructions] == names
+    assert assign_buffers(again.entry).temp_bytes == assign_buffers(m.entry).temp_bytes
+
+
+def test_disabling_the_schedule_pass_changes_the_object(tmp_path: Path) -> None:
+    path = tmp_path / "late_use.hlo"
+    path.write_text(LATE_USE)
+    scheduled = compile_graph(path)
+    unscheduled = compile_graph(path, passes=PipelineOptions(disabled=frozenset({"schedule"})))
+    assert scheduled.object_bytes != unscheduled.object_bytes
+    assert scheduled.temp_bytes < unscheduled.temp_bytes
+    reference = parse_module(LATE_USE)
+    args = random_args(reference)
+    want = evaluate(reference, args)[0]
+    for model in (scheduled, unscheduled):
+        (got,) = JitModel.from_compiled(model)(*args)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)

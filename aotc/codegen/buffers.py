@@ -3,7 +3,9 @@
 Arguments and results are the caller's buffers; constants are read-only globals; everything
 else a kernel computes lives in the caller's temp buffer. The steps:
 
-1. Schedule (``aotc/passes/schedule.py``): the kernel order with the lower peak memory.
+1. Order: kernels run in the entry computation's instruction order, which is the schedule
+   (the ``schedule`` pass, ``aotc/passes/schedule.py``, sets it; buffer assignment never
+   reorders). Instructions the root does not need get no kernel.
 2. Results: the producer of each result writes straight into the result buffer; results that
    are parameters, constants, or values already written to another result are copied at the
    end. ``reshape`` and ``bitcast`` alias their operand's buffer (row-major bytes are the
@@ -40,7 +42,7 @@ from aotc.hlo.ir import (
 )
 from aotc.hlo.shape import Shape
 from aotc.passes.fusion_plan import in_place_parameters
-from aotc.passes.schedule import ALIGN, NO_BUFFER, aligned, choose_schedule
+from aotc.passes.schedule import ALIGN, NO_BUFFER, aligned
 
 _ALIASING = frozenset({Opcode.RESHAPE, Opcode.BITCAST})
 
@@ -119,19 +121,15 @@ Source = tuple[int, int]  # (id of the writing instruction, output number)
 ScratchSize = Callable[[Instruction], int]
 
 
-def assign_buffers(
-    comp: Computation,
-    order: Sequence[Instruction] | None = None,
-    scratch_size: ScratchSize | None = None,
-) -> BufferAssignment:
-    """Assign buffers for running ``comp``'s kernels in ``order`` (default: the schedule).
+def assign_buffers(comp: Computation, scratch_size: ScratchSize | None = None) -> BufferAssignment:
+    """Assign buffers for running ``comp``'s kernels in its instruction order (the schedule).
 
     ``scratch_size(kernel)`` is the scratch bytes each kernel needs (default: none).
     """
     root = comp.root
     if root.opcode is not Opcode.TUPLE:
         raise CodegenError(f"the entry root %{root.name} must be a tuple of the results")
-    order = list(order) if order is not None else choose_schedule(comp)
+    order = scheduled(comp)
     designated = _designate_results(root)
     result = BufferAssignment(kernels=[i for i in order if i.opcode not in NO_BUFFER])
     allocs = _allocate(result, designated, _last_uses(result.kernels, root))
@@ -149,6 +147,12 @@ def assign_buffers(
         if designated.get(_source(value) or (0, -1)) != j:
             result.copies.append(ResultCopy(j, result.buffer(value), value.array_shape))
     return result
+
+
+def scheduled(comp: Computation) -> list[Instruction]:
+    """``comp``'s instructions in their order, less those the root does not need."""
+    live = {id(i) for i in comp.post_order()}
+    return [i for i in comp.instructions if id(i) in live]
 
 
 def _designate_results(root: Instruction) -> dict[Source, int]:

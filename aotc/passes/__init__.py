@@ -58,8 +58,8 @@ def default_passes() -> list[Pass]:
         ConvTransposePhases(),
         FixedPoint(simplification_pipeline()),
         Fusion(),
-        Schedule(),
-        # buffer assignment runs in codegen (aotc/codegen/buffers.py), on this schedule
+        Schedule(),  # last: the entry's order is the schedule; a pass after it must keep it
+        # buffer assignment runs in codegen (aotc/codegen/buffers.py), in the entry's order
     ]
 
 

@@ -139,8 +139,9 @@ def choose_schedule(comp: Computation) -> list[Instruction]:
 class Schedule:
     """Reorder the entry computation's instructions by ``choose_schedule``.
 
-    Codegen runs kernels in instruction order, so this order is the one buffer assignment and
-    the emitted code follow (and that ``--dump`` shows).
+    The entry's instruction order is the module's schedule (as XLA's ``HloSchedule``): buffer
+    assignment and the emitted code follow it and never reorder, the printer keeps it (so
+    ``--dump`` shows it and the text parses back to it), and passes after this one must too.
     """
 
     name: str = "schedule"
