@@ -143,7 +143,7 @@ def test_duplicate_node_name() -> None:
 )
 def test_wrong_input_count_names_the_node(op: str, inputs: int, attrs: str) -> None:
     """Input counts are checked where translators receive them, for every rule shape."""
-    sources = "".join(f' input: "x"' for _ in range(inputs))
+    sources = "".join(' input: "x"' for _ in range(inputs))
     graph = placeholder() + f'node {{ name: "bad" op: "{op}"{sources} {attrs} }}\n'
     compile_fails(bad_graph("g.pbtxt", graph), "'bad'", op)
 
