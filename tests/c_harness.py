@@ -84,7 +84,11 @@ LIBM_SYMBOLS = frozenset(
 
 
 def exported_and_undefined_symbols(object_bytes: bytes) -> tuple[set[str], set[str]]:
-    """(global symbols the object defines, symbols it leaves undefined), from ``nm``."""
+    """(global symbols the object defines, symbols it leaves undefined), from ``nm``.
+
+    The linker's own ``_GLOBAL_OFFSET_TABLE_`` (32-bit x86 position-independent code) is not
+    a dependency and is left out.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "model.o")
         path.write_bytes(object_bytes)
@@ -93,7 +97,8 @@ def exported_and_undefined_symbols(object_bytes: bytes) -> tuple[set[str], set[s
     for line in out.stdout.splitlines():
         fields = line.split()
         if len(fields) >= 2 and fields[-2] in ("U", "w", "v"):
-            undefined.add(fields[-1])
+            if fields[-1] != "_GLOBAL_OFFSET_TABLE_":
+                undefined.add(fields[-1])
         elif len(fields) == 3:
             defined.add(fields[2])
     return defined, undefined

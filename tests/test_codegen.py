@@ -743,8 +743,19 @@ def test_host_cpu_on_a_foreign_triple_means_generic() -> None:
         (TargetSpec("nonsense-unknown-none", "generic"), "unknown target triple 'nonsense"),
         (TargetSpec("x86_64-unknown-linux-gnu", "pentium9000"), "unknown cpu 'pentium9000'"),
         (TargetSpec("x86_64-unknown-linux-gnu", "generic", "+warp-drive"), "unknown feature"),
+        # x87 float math: LLVM does not round each operation, so the math bounds cannot hold
+        (TargetSpec("i686-unknown-linux-gnu", "generic"), "x87 unit"),
+        (TargetSpec("i686-unknown-linux-gnu", "i386"), "x87 unit"),
+        (TargetSpec("x86_64-unknown-linux-gnu", "generic", "-sse,-sse2"), "x87 unit"),
+        # LLVM aborts the process on this one; the probe runs it in a child first
+        (TargetSpec("x86_64-unknown-linux-gnu", "i386"), "64-bit code requested"),
     ],
 )
 def test_bad_targets_raise_codegen_errors(spec: TargetSpec, message: str) -> None:
     with pytest.raises(CodegenError, match=message):
         compile_hlo(_SMALL, target=spec)
+
+
+def test_32_bit_x86_defaults_to_sse2_as_clang_does() -> None:
+    model = compile_hlo(_SMALL, target=TargetSpec("i686-unknown-linux-gnu"))[1]
+    assert model.target.cpu == "pentium4"

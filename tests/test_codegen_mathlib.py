@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
+import subprocess
+import tempfile
+from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from c_harness import exported_and_undefined_symbols, run_compiled
+from c_harness import CC, exported_and_undefined_symbols, run_compiled
 from llvmlite import ir
 
 from aotc.codegen import TensorInfo, compile_module, mathlib
@@ -121,8 +125,34 @@ INPUTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def outputs() -> dict[str, np.ndarray]:
+def _can_build_32_bit() -> bool:
+    """``cc -m32`` works (gcc-multilib, which .ci/run installs)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "t.c"
+        source.write_text("int main(void) { return 0; }\n")
+        built = subprocess.run([CC, "-m32", str(source), "-o", str(source.with_suffix(""))])
+        return (
+            built.returncode == 0 and subprocess.run([str(source.with_suffix(""))]).returncode == 0
+        )
+
+
+# The same sweep on every x86 code path: the host (AVX-512 here), the x86-64 psABI baseline
+# (SSE2), AVX2+FMA, and 32-bit x86 (SSE2; x87-only cpus are refused by the target check).
+TARGETS = {
+    "host": (TargetSpec(), []),
+    "x86-64": (TargetSpec("x86_64-unknown-linux-gnu", "x86-64"), []),
+    "x86-64-v3": (TargetSpec("x86_64-unknown-linux-gnu", "x86-64-v3"), []),
+    "i686": (TargetSpec("i686-unknown-linux-gnu"), ["-m32"]),
+}
+
+
+@pytest.fixture(scope="module", params=list(TARGETS))
+def outputs(request: pytest.FixtureRequest) -> dict[str, np.ndarray]:
+    target, cflags = TARGETS[request.param]
+    if cflags and not _can_build_32_bit():
+        if os.environ.get("CI"):
+            pytest.fail("CI must be able to build and run 32-bit x86 programs (gcc-multilib)")
+        pytest.skip("cc -m32 cannot build and run programs here (install gcc-multilib)")
     names = list(FUNCTIONS)
     shape = Shape(PrimitiveType.F32, (N,))
     body = "\n".join(
@@ -139,10 +169,11 @@ def outputs() -> dict[str, np.ndarray]:
         "mathlib_sweep",
         [TensorInfo(f"x{i}", shape) for i in range(len(names))],
         [TensorInfo(f"y{i}", shape) for i in range(len(names))],
+        target,
     )
     _, undefined = exported_and_undefined_symbols(model.object_bytes)
     assert not undefined, f"f32 math must not call libm: {undefined}"
-    typed, buffers = run_compiled(model, [INPUTS[n] for n in names])
+    typed, buffers = run_compiled(model, [INPUTS[n] for n in names], extra_cflags=cflags)
     for a, b in zip(typed, buffers, strict=True):
         np.testing.assert_array_equal(a, b)
     return dict(zip(names, typed, strict=True))

@@ -58,7 +58,7 @@ def resolve_target(spec: TargetSpec) -> TargetSpec:
     if spec.cpu != "host":
         return TargetSpec(triple, spec.cpu, spec.features)
     if _arch(triple) != _arch(host_triple):
-        return TargetSpec(triple, "generic", spec.features)
+        return TargetSpec(triple, _default_cpu(triple), spec.features)
     host_features = llvm.get_host_cpu_features().flatten()
     features = ",".join(f for f in (host_features, spec.features) if f)
     return TargetSpec(triple, llvm.get_host_cpu_name(), features)
@@ -86,7 +86,94 @@ def create_target_machine(spec: TargetSpec) -> tuple[llvm.TargetMachine, TargetS
         )
     )
     _check_warnings(warnings, resolved)
+    if resolved not in _TARGET_PROBLEMS:  # probed once per target and process
+        _TARGET_PROBLEMS[resolved] = _target_problem(resolved, tm)
+    if _TARGET_PROBLEMS[resolved]:
+        raise CodegenError(_TARGET_PROBLEMS[resolved])
     return tm, resolved
+
+
+def _default_cpu(triple: str) -> str:
+    """The cpu clang assumes for a triple: 32-bit x86 Linux means pentium4 (SSE2), not i386."""
+    return "pentium4" if _arch(triple) in _X86_32 else "generic"
+
+
+_X86_32 = ("i386", "i486", "i586", "i686")
+
+# Floating point through memory, so the probe needs no float registers in its signature (an
+# x86-64 function returning a float with SSE disabled is a fatal error in LLVM).
+_FLOAT_PROBE = """
+define void @probe(ptr %p, ptr %q) {
+  %a = load float, ptr %p
+  %b = fadd float %a, %a
+  store float %b, ptr %p
+  %c = load double, ptr %q
+  %d = fadd double %c, %c
+  store double %d, ptr %q
+  ret void
+}
+"""
+
+
+_TARGET_PROBLEMS: dict[TargetSpec, str | None] = {}
+
+
+def _target_problem(spec: TargetSpec, tm: llvm.TargetMachine) -> str | None:
+    """Why aotc cannot compile for ``spec`` (resolved; ``tm`` is its machine), or None.
+
+    An impossible cpu/feature/triple combination (an i386 cpu for x86-64 code, say) ends in an
+    LLVM fatal error that kills the process, so the probe is first emitted in a forked child.
+    x86 targets doing float math on the x87 unit are refused: LLVM keeps x87 intermediates in
+    80-bit registers without rounding each operation, so the math library's error bounds (and
+    agreement with the reference evaluator) cannot hold. SSE2 is the x86-64 baseline and
+    clang's default for 32-bit x86 Linux.
+    """
+    where = f"target '{spec.triple}' with cpu '{spec.cpu}'"
+    where += f" and features '{spec.features}'" if spec.features else ""
+    if hasattr(os, "fork"):
+        status, message = _emit_probe_in_child(tm)
+        if status != 0:
+            return (
+                f"LLVM cannot generate code for {where} ({message}); choose a cpu and "
+                "features that triple supports"
+            )
+    asm = str(tm.emit_assembly(_probe_module(tm)))
+    x86 = _arch(spec.triple) in (*_X86_32, "x86_64")
+    if x86 and any(
+        line.split()[0].startswith("fld") for line in asm.splitlines() if line[:1] == "\t"
+    ):
+        return (
+            f"{where} does floating point on the x87 unit, whose excess precision breaks "
+            "aotc's math accuracy; choose a cpu with SSE2 (e.g. --target-cpu pentium4) and do "
+            "not disable sse2"
+        )
+    return None
+
+
+def _probe_module(tm: llvm.TargetMachine) -> llvm.ModuleRef:
+    module = llvm.parse_assembly(_FLOAT_PROBE)
+    module.triple = tm.triple
+    return module
+
+
+def _emit_probe_in_child(tm: llvm.TargetMachine) -> tuple[int, str]:
+    """Emit the probe in a forked child: its wait status and the first line it printed."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child never returns into the caller's code
+        status = 1
+        try:
+            os.dup2(writer, 2)
+            tm.emit_assembly(_probe_module(tm))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as stream:
+        text = stream.read().decode(errors="replace")
+    status = os.waitpid(pid, 0)[1]
+    lines = [line.removeprefix("LLVM ERROR: ") for line in text.splitlines() if line.strip()]
+    return status, lines[0] if lines else "LLVM aborted"
 
 
 def _abi_name(spec: TargetSpec) -> str:
