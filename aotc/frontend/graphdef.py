@@ -10,6 +10,7 @@ from typing import NoReturn
 from google.protobuf import message, text_format
 
 from aotc.errors import GraphError, InputFileError
+from aotc.frontend.inline import inline_functions, needs_inlining
 from aotc.frontend.node import Node, TensorRef
 from aotc.proto import aotc_tf_pb2 as pb
 
@@ -134,7 +135,11 @@ class Graph:
 
 
 def load_graph(path: str | Path) -> Graph:
-    """Read a binary (``.pb``) or text (``.pbtxt``) GraphDef; InputFileError names the file."""
+    """Read a binary (``.pb``) or text (``.pbtxt``) GraphDef; InputFileError names the file.
+
+    Function calls left in the graph (``PartitionedCall`` and the like) are inlined, as for a
+    SavedModel (``inline.py``).
+    """
     data = _read(Path(path))
     suffix = Path(path).suffix.lower()
     if suffix in TEXT_SUFFIXES:
@@ -143,6 +148,8 @@ def load_graph(path: str | Path) -> Graph:
         proto = _parse_binary(data, path)
     else:
         proto = _parse_any(data, path)
+    if needs_inlining(proto):
+        proto = inline_functions(proto, str(path))
     return Graph(proto, path)
 
 

@@ -1,27 +1,38 @@
-"""Inline TF2 function calls into one flat GraphDef the GraphDef pipeline can compile.
+"""Inline TF function calls into one flat GraphDef the GraphDef pipeline can compile.
 
 TF2 graphs (SavedModels, ``tf.function`` exports) hold the model in the function library: the
 top-level graph has a ``StatefulPartitionedCall`` (or ``PartitionedCall``, or a node whose op
-is a library function's name) that calls a ``FunctionDef``, which may call others.
+is a library function's name, as ``Defun`` writes) that calls a ``FunctionDef``, which may call
+others. Frozen GraphDefs keep such calls too: grappler does not inline a function marked
+``_noinline`` or ``_XlaMustCompile`` (Keras 3 emits one per grouped convolution).
 
-A call node ``call`` to function ``f`` becomes ``f``'s body, each node renamed ``call/<node>``,
-plus an ``IdentityN`` named ``call`` whose outputs are ``f``'s results, so every consumer of
-``call:i`` keeps its input string. Inside a ``FunctionDef`` inputs are named
-``node:output_arg:index``; they become flat ``node:k`` using the op's output argument list
-(``OUTPUT_ARGS`` for ops with several, the called function's signature for calls). Function
-arguments become the call's inputs. Control inputs of the call are dropped: aotc ignores
-control edges. Nested calls are expanded until none are left.
+A call node ``call`` to function ``f`` becomes ``f``'s body, each node renamed ``call/<node>``
+(``call/<node>_1``, ... where that name is taken), plus an ``IdentityN`` named ``call`` whose
+outputs are ``f``'s results, so every consumer of ``call:i`` keeps its input string. Inside a
+``FunctionDef`` inputs are named ``node:output_arg:index``; they become flat ``node:k`` using
+the op's output argument list (``OUTPUT_ARGS`` for ops with several, the called function's
+signature for calls). Function arguments become the call's inputs; attribute placeholders
+(``$T`` in a polymorphic function) take the call's values.
+
+Control dependencies survive as TF runs them: the ``IdentityN`` has control inputs on the call's
+own control inputs, on the function's control outputs, and on every body node nothing in the
+body consumes (TF runs a function's stateful nodes whether or not its results need them), so
+a side-effecting node in a function is as visible to pruning as one in the top-level graph.
+
+Calls are expanded from a worklist, never by recursion; a function that calls itself (directly
+or through others) is an error naming the chain, and so is an expansion past
+``MAX_INLINED_NODES`` nodes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from aotc.errors import GraphError, UnsupportedError
 from aotc.proto import aotc_tf_pb2 as pb
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
-MAX_DEPTH = 64
+MAX_INLINED_NODES = 1 << 21
 
 # Ops whose outputs span several output arguments, each one tensor; every other op has one
 # output argument (possibly a list, like Split's), so ``node:arg:i`` is output ``i``.
@@ -50,14 +61,18 @@ OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+def needs_inlining(graph: pb.GraphDef) -> bool:
+    """True when some node of ``graph`` calls a function (a library one, or a missing one)."""
+    library = {f.signature.name for f in graph.library.function}
+    return any(called_function(node, library) is not None for node in graph.node)
+
+
 def inline_functions(graph: pb.GraphDef, path: str = "<graph>") -> pb.GraphDef:
     """A copy of ``graph`` without function calls and without its function library."""
     library = {f.signature.name: f for f in graph.library.function}
-    inliner = _Inliner(library, path)
     out = pb.GraphDef()
     out.versions.CopyFrom(graph.versions)
-    for node in graph.node:
-        inliner.expand(node, out, depth=0)
+    _Inliner(library, path, {node.name for node in graph.node}).run(graph.node, out)
     return out
 
 
@@ -69,38 +84,71 @@ def called_function(node: pb.NodeDef, library: Iterable[str]) -> str | None:
 
 
 class _Inliner:
-    def __init__(self, library: dict[str, pb.FunctionDef], path: str) -> None:
+    """Expands calls depth-first from an explicit stack; each entry carries its call chain."""
+
+    def __init__(self, library: dict[str, pb.FunctionDef], path: str, taken: set[str]) -> None:
         self.library = library
         self.path = path
+        self.names = _Names(taken)
 
-    def expand(self, node: pb.NodeDef, out: pb.GraphDef, depth: int) -> None:
-        """Append ``node`` to ``out``, or, for a call, the callee's body (recursively)."""
-        name = called_function(node, self.library)
-        if name is None:
-            out.node.append(node)
-            return
-        if depth >= MAX_DEPTH:
-            raise GraphError(
-                f"{self.path}: node '{node.name}': function calls nest deeper than {MAX_DEPTH} "
-                "(recursive functions are not supported)"
-            )
-        for body_node in self._inlined_body(node, self._function(node, name)):
-            self.expand(body_node, out, depth + 1)
+    def run(self, nodes: Iterable[pb.NodeDef], out: pb.GraphDef) -> None:
+        """Append ``nodes`` to ``out`` with every call replaced by its callee's body."""
+        stack: list[tuple[pb.NodeDef, tuple[str, ...]]] = [(n, ()) for n in reversed(list(nodes))]
+        while stack:
+            node, chain = stack.pop()
+            name = called_function(node, self.library)
+            if name is None:
+                out.node.append(node)
+                if len(out.node) > MAX_INLINED_NODES:
+                    raise GraphError(
+                        f"{self.path}: inlining function calls gives more than "
+                        f"{MAX_INLINED_NODES} nodes (node '{node.name}')"
+                    )
+                continue
+            fn = self._function(node, name, chain)
+            body = self._inlined_body(node, fn)
+            stack.extend((n, (*chain, name)) for n in reversed(body))
 
-    def _function(self, node: pb.NodeDef, name: str) -> pb.FunctionDef:
+    def _function(self, node: pb.NodeDef, name: str, chain: tuple[str, ...]) -> pb.FunctionDef:
         if name not in self.library:
             raise GraphError(
                 f"{self.path}: node '{node.name}' ({node.op}) calls function '{name}', "
                 "which is not in the graph's function library"
             )
+        if name in chain:
+            cycle = " -> ".join((*chain[chain.index(name) :], name))
+            raise UnsupportedError(
+                f"{self.path}: node '{node.name}' ({node.op}): function '{name}' calls itself "
+                f"({cycle}); aotc inlines calls and cannot inline recursion"
+            )
         return self.library[name]
 
     def _inlined_body(self, call: pb.NodeDef, fn: pb.FunctionDef) -> list[pb.NodeDef]:
         args = _call_args(call, fn, self.path)
-        renamer = _Renamer(call.name, fn, args, self.library, self.path)
-        body = [renamer.node(n) for n in fn.node_def]
+        renamed = {n.name: self.names.under(call.name, n.name) for n in fn.node_def}
+        renamer = _Renamer(renamed, fn, args, self.library, self.path)
+        bindings = _attr_bindings(call)
+        body = [renamer.node(n, bindings) for n in fn.node_def]
         body.append(renamer.results(call))
         return body
+
+
+class _Names:
+    """Hands out node names ``prefix/name``, with ``_1``, ``_2``, ... where one is taken."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken
+        self.next_suffix: dict[str, int] = {}
+
+    def under(self, prefix: str, name: str) -> str:
+        base = f"{prefix}/{name}"
+        candidate, suffix = base, self.next_suffix.get(base, 0)
+        while candidate in self.taken:  # each suffix is tried once per base over the whole run
+            suffix += 1
+            candidate = f"{base}_{suffix}"
+        self.next_suffix[base] = suffix
+        self.taken.add(candidate)
+        return candidate
 
 
 def _call_args(call: pb.NodeDef, fn: pb.FunctionDef, path: str) -> dict[str, str]:
@@ -119,82 +167,117 @@ def _call_args(call: pb.NodeDef, fn: pb.FunctionDef, path: str) -> dict[str, str
     return dict(zip(params, data, strict=True))
 
 
+def _attr_bindings(call: pb.NodeDef) -> Mapping[str, pb.AttrValue]:
+    """The values a polymorphic function's ``$attr`` placeholders take at this call."""
+    if call.op in CALL_OPS:
+        return call.attr["f"].func.attr
+    return call.attr  # a direct call passes the function's attributes as its own
+
+
 class _Renamer:
     """Rewrites one function body's node names and inputs into the caller's namespace."""
 
     def __init__(
         self,
-        prefix: str,
+        names: dict[str, str],
         fn: pb.FunctionDef,
         args: dict[str, str],
         library: dict[str, pb.FunctionDef],
         path: str,
     ) -> None:
-        self.prefix, self.fn, self.args, self.path = prefix, fn, args, path
+        self.names, self.fn, self.args, self.path = names, fn, args, path
         self.library = library
         self.ops = {n.name: n.op for n in fn.node_def}
+        self.where = f"{path}: function '{fn.signature.name}'"
 
-    def node(self, src: pb.NodeDef) -> pb.NodeDef:
-        """``src`` renamed under the call, with flat ``node:k`` inputs."""
+    def node(self, src: pb.NodeDef, bindings: Mapping[str, pb.AttrValue]) -> pb.NodeDef:
+        """``src`` renamed under the call, with flat ``node:k`` inputs and bound attributes."""
         dst = pb.NodeDef()
         dst.CopyFrom(src)
-        dst.name = f"{self.prefix}/{src.name}"
+        dst.name = self.names[src.name]
         del dst.input[:]
         dst.input.extend(self.input(text) for text in src.input)
+        for key, value in dst.attr.items():
+            if value.WhichOneof("value") == "placeholder":
+                value.CopyFrom(self._bound(src, key, value.placeholder, bindings))
         return dst
 
+    def _bound(
+        self, src: pb.NodeDef, key: str, name: str, bindings: Mapping[str, pb.AttrValue]
+    ) -> pb.AttrValue:
+        if name not in bindings:
+            raise GraphError(
+                f"{self.where}: node '{src.name}' attribute '{key}' is the function's "
+                f"attribute '${name}', which the call does not set"
+            )
+        return bindings[name]
+
     def results(self, call: pb.NodeDef) -> pb.NodeDef:
-        """The ``IdentityN`` that stands for the call: its outputs are the function's results."""
+        """The ``IdentityN`` that stands for the call: its outputs are the function's results.
+
+        Its control inputs keep what TF runs with the call: the call's control inputs, the
+        function's control outputs and the body's sinks (nodes nothing in the body consumes).
+        """
         out = pb.NodeDef(name=call.name, op="IdentityN", device=call.device)
         outputs = self.fn.signature.output_arg
         missing = [a.name for a in outputs if a.name not in self.fn.ret]
         if missing:
-            raise GraphError(
-                f"{self.path}: function '{self.fn.signature.name}' returns no {missing}"
-            )
+            raise GraphError(f"{self.where} returns no {missing}")
         out.input.extend(self.input(self.fn.ret[a.name]) for a in outputs)
+        out.input.extend(dict.fromkeys([*_control_inputs(call), *self._controls(out)]))
         out.attr["T"].list.type.extend(a.type for a in outputs)
         if "_output_shapes" in call.attr:
             out.attr["_output_shapes"].CopyFrom(call.attr["_output_shapes"])
         return out
+
+    def _controls(self, results: pb.NodeDef) -> list[str]:
+        returned = {text.split(":")[0] for text in results.input}
+        consumed = {_producer(text) for n in self.fn.node_def for text in n.input}
+        for key, node in self.fn.control_ret.items():
+            if node not in self.ops:
+                raise GraphError(f"{self.where}: control output '{key}' names no node '{node}'")
+        sinks = [n.name for n in self.fn.node_def if n.name not in consumed]
+        kept = dict.fromkeys([*self.fn.control_ret.values(), *sinks])
+        return [f"^{self.names[n]}" for n in kept if self.names[n] not in returned]
 
     def input(self, text: str) -> str:
         """One body input (``arg``, ``node:out_arg:i``, ``^node``) in the caller's names."""
         if text.startswith("^"):
             name = text[1:]
             if name in self.ops:
-                return f"^{self.prefix}/{name}"
+                return f"^{self.names[name]}"
             return "^" + self._arg(name).split(":")[0]
         parts = text.split(":")
         if len(parts) == 1:
             return self._arg(parts[0])
         if len(parts) != 3 or not parts[2].isdigit():
-            raise GraphError(
-                f"{self.path}: function '{self.fn.signature.name}': input '{text}' is not "
-                "'node:output_arg:index'"
-            )
+            raise GraphError(f"{self.where}: input '{text}' is not 'node:output_arg:index'")
         return self._output(parts[0], parts[1], int(parts[2]), text)
 
     def _arg(self, name: str) -> str:
         if name not in self.args:
-            raise GraphError(
-                f"{self.path}: function '{self.fn.signature.name}': '{name}' is neither an "
-                "argument nor a node"
-            )
+            raise GraphError(f"{self.where}: '{name}' is neither an argument nor a node")
         return self.args[name]
 
     def _output(self, node: str, arg: str, index: int, text: str) -> str:
         if node not in self.ops:
-            raise GraphError(
-                f"{self.path}: function '{self.fn.signature.name}': input '{text}' names no node"
-            )
-        where = f"{self.path}: function '{self.fn.signature.name}': input '{text}'"
+            raise GraphError(f"{self.where}: input '{text}' names no node")
+        where = f"{self.where}: input '{text}'"
         position = _arg_position(self.ops[node], arg, self.library, where)
         if position is None:
-            return f"{self.prefix}/{node}:{index}"
+            return f"{self.names[node]}:{index}"
         if index != 0:
             raise GraphError(f"{self.path}: '{text}': output argument '{arg}' is one tensor")
-        return f"{self.prefix}/{node}:{position}"
+        return f"{self.names[node]}:{position}"
+
+
+def _control_inputs(node: pb.NodeDef) -> list[str]:
+    return [text for text in node.input if text.startswith("^")]
+
+
+def _producer(text: str) -> str:
+    """The node (or argument) a body input names: ``^n``, ``n``, ``n:out:0`` -> ``n``."""
+    return text.lstrip("^").split(":")[0]
 
 
 def _arg_position(op: str, arg: str, library: dict[str, pb.FunctionDef], where: str) -> int | None:

@@ -72,6 +72,9 @@ class Fixture:
     fetch_override: list[str] | None = None  # fetch names instead of the outputs
     pbtxt: bool = False
     doc: str = ""
+    functions: bool = False  # the frozen graph keeps a function library (calls, While, If)
+    lower_control_flow: bool = True  # freezing lowers While/If to v1 frames (TF's default)
+    out_dir: Path = OUT_DIR
     # filled in by build():
     graph_def: tf.compat.v1.GraphDef | None = None
     feeds: list[tuple[str, list[int], str]] = field(default_factory=list)
@@ -79,11 +82,13 @@ class Fixture:
     results: list[np.ndarray] = field(default_factory=list)
 
 
-def freeze(fn) -> tuple[tf.compat.v1.GraphDef, list[str], list[str]]:
+def freeze(
+    fn, lower_control_flow: bool = True
+) -> tuple[tf.compat.v1.GraphDef, list[str], list[str]]:
     """Freeze ``fn`` (a tf.function with input_signature) and return
     (graph_def, placeholder node names in argument order, output fetch names)."""
     concrete = fn.get_concrete_function()
-    frozen = convert_variables_to_constants_v2(concrete)
+    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower_control_flow)
     graph_def = frozen.graph.as_graph_def()
     feed_names = [t.name for t in frozen.inputs]
     fetch_names = [t.name for t in frozen.outputs]
@@ -138,8 +143,9 @@ def dtype_name(dt) -> str:
 
 
 def build(fx: Fixture) -> None:
-    graph_def, feed_tensors, out_tensors = freeze(fx.fn)
-    assert not graph_def.library.function, f"{fx.name}: frozen graph still has functions"
+    graph_def, feed_tensors, out_tensors = freeze(fx.fn, fx.lower_control_flow)
+    kept = bool(graph_def.library.function)
+    assert kept == fx.functions, f"{fx.name}: function library kept: {kept}"
     nodes = {n.name: n for n in graph_def.node}
 
     spec = fx.fn.input_signature
@@ -175,6 +181,39 @@ def build(fx: Fixture) -> None:
     fx.results = res
 
 
+def build_v1(fx: Fixture, make: Callable) -> None:
+    """A TF1-style fixture: ``make()`` builds a graph in graph mode and returns
+    (placeholders in argument order, output tensors). Variables are initialized, the graph is
+    frozen with ``tf.compat.v1.graph_util.convert_variables_to_constants`` (which keeps the
+    function library and v1 control flow as they are), and run again from the GraphDef."""
+    graph = tf.Graph()
+    with graph.as_default():
+        feeds, outputs = make()
+        with tf.compat.v1.Session(graph=graph) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            feed_dict = dict(zip(feeds, fx.args, strict=True))
+            ref = [np.asarray(r) for r in sess.run(outputs, feed_dict)]
+            names = sorted({t.op.name for t in outputs})
+            graph_def = tf.compat.v1.graph_util.convert_variables_to_constants(
+                sess, graph.as_graph_def(), names
+            )
+    kept = bool(graph_def.library.function)
+    assert kept == fx.functions, f"{fx.name}: function library kept: {kept}"
+    fx.feeds = []
+    for t, a in zip(feeds, fx.args, strict=True):
+        assert t.op.type == "Placeholder" and list(t.shape) == list(a.shape), (fx.name, t)
+        fx.feeds.append((t.op.name, list(a.shape), dtype_name(t.dtype)))
+    fx.fetches = [tensor_to_fetch(t.name) for t in outputs]
+    missing = fx.must_have - set(op_types(graph_def))
+    assert not missing, f"{fx.name}: expected op types {sorted(missing)} not in graph"
+    res = run_graph_def(graph_def, [f[0] for f in fx.feeds], fx.args, fx.fetches)
+    for i, (r, s) in enumerate(zip(ref, res, strict=True)):
+        assert r.dtype == s.dtype and r.shape == s.shape, (fx.name, i, r.dtype, s.dtype)
+        np.testing.assert_allclose(s, r, rtol=1e-6, atol=1e-6, err_msg=f"{fx.name} result{i}")
+    fx.graph_def = graph_def
+    fx.results = res
+
+
 def yaml_str(s: str) -> str:
     # node names are [A-Za-z0-9_./:-]; quote anything with ':' to stay valid YAML
     return f'"{s}"' if (":" in s or s[:1] in "-?!&*#|>'\"%@`{}[],") else s
@@ -204,21 +243,22 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def write_fixture(fx: Fixture) -> None:
-    pb = OUT_DIR / f"{fx.name}.pb"
+    out = fx.out_dir
+    pb = out / f"{fx.name}.pb"
     pb.write_bytes(fx.graph_def.SerializeToString(deterministic=True))
     if fx.pbtxt:
-        (OUT_DIR / f"{fx.name}.pbtxt").write_text(text_format.MessageToString(fx.graph_def))
-    write_yaml(OUT_DIR / f"{fx.name}.yaml", fx.name, fx.feeds, fx.fetches)
+        (out / f"{fx.name}.pbtxt").write_text(text_format.MessageToString(fx.graph_def))
+    write_yaml(out / f"{fx.name}.yaml", fx.name, fx.feeds, fx.fetches)
     arrays = {f"arg{i}": a for i, a in enumerate(fx.args)}
     arrays.update({f"result{i}": r for i, r in enumerate(fx.results)})
-    write_npz(OUT_DIR / f"{fx.name}.npz", arrays)
+    write_npz(out / f"{fx.name}.npz", arrays)
 
 
 def verify_written(fx: Fixture) -> None:
     """Load the written files back (no in-memory state) and rerun in TF."""
     gd = tf.compat.v1.GraphDef()
-    gd.ParseFromString((OUT_DIR / f"{fx.name}.pb").read_bytes())
-    data = np.load(OUT_DIR / f"{fx.name}.npz")
+    gd.ParseFromString((fx.out_dir / f"{fx.name}.pb").read_bytes())
+    data = np.load(fx.out_dir / f"{fx.name}.npz")
     n_args = len([k for k in data.files if k.startswith("arg")])
     n_res = len([k for k in data.files if k.startswith("result")])
     assert n_args == len(fx.feeds) and n_res == len(fx.fetches), fx.name
@@ -229,7 +269,9 @@ def verify_written(fx: Fixture) -> None:
         assert o.dtype == exp.dtype and o.shape == exp.shape, (fx.name, i)
         np.testing.assert_array_equal(o, exp, err_msg=f"{fx.name} result{i} (reloaded)")
     if fx.pbtxt:
-        gt = text_format.Parse((OUT_DIR / f"{fx.name}.pbtxt").read_text(), tf.compat.v1.GraphDef())
+        gt = text_format.Parse(
+            (fx.out_dir / f"{fx.name}.pbtxt").read_text(), tf.compat.v1.GraphDef()
+        )
         assert gt == gd, f"{fx.name}: pbtxt and pb differ"
 
 
@@ -693,8 +735,9 @@ def main() -> int:
         "The other fixtures here come from sibling scripts with the same contract, each",
         "writing only its own files: `make_math_fixtures.py` (math, reductions, contractions,",
         "types), `make_array_fixtures.py` (shape and data movement, gather),",
-        "`make_conv_fixtures.py` (convolution, pooling, batch norm, resize) and",
-        "`make_model_fixtures.py` (whole Keras models: `model_*`).",
+        "`make_conv_fixtures.py` (convolution, pooling, batch norm, resize),",
+        "`make_model_fixtures.py` (whole Keras models: `model_*`) and",
+        "`make_call_fixtures.py` (frozen graphs that keep function calls: `call_*`).",
         "",
         "## Files",
         "",
