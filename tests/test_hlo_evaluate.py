@@ -659,7 +659,7 @@ def test_fusion_tuple_and_get_tuple_element() -> None:
 
 
 def test_registry() -> None:
-    assert set(ev._HANDLERS) | {Opcode.PARAMETER} == set(Opcode)
+    assert set(ev.EVALUATORS) | {Opcode.PARAMETER} == set(Opcode)
     with pytest.raises(ValueError, match="registered twice"):
         ev.handles(Opcode.ADD)(lambda inst, ops: ops[0])
 

@@ -1,6 +1,6 @@
 """The numpy reference interpreter: the oracle every later stage is tested against.
 
-Each opcode is evaluated by a small handler found through ``_HANDLERS``; results are cast back
+Each opcode is evaluated by a small handler found through ``EVALUATORS``; results are cast back
 to the instruction's element type and checked against its shape. Semantics follow XLA's
 operation semantics and its reference evaluator (``xla/hlo/evaluator``), including the cases C
 leaves undefined: integer ``x / 0 == -1`` (all ones when unsigned), ``INT_MIN / -1 == INT_MIN``,
@@ -46,8 +46,9 @@ from aotc.registry import Registry
 Value = Any  # an np.ndarray, or a tuple of values for tuple-shaped instructions
 Handler = Callable[[Instruction, list[Value]], Value]
 
-_HANDLERS: Registry[Opcode, Handler] = Registry("evaluator")
-handles = _HANDLERS.register  # @handles(Opcode.ADD, ...) registers fn(inst, operand_values)
+#: Per opcode but parameter (whose values ``_run`` binds): how to compute its value.
+EVALUATORS: Registry[Opcode, Handler] = Registry("evaluator")
+handles = EVALUATORS.register  # @handles(Opcode.ADD, ...) registers fn(inst, operand_values)
 
 
 # ---- public API ------------------------------------------------------------------------------
@@ -96,7 +97,7 @@ def _run(comp: Computation, args: list[Value], batched: bool) -> Value:
         if inst.opcode is Opcode.PARAMETER:
             value = _argument(comp, inst, args[parameter_number(inst)], batched)
         else:
-            result = _HANDLERS[inst.opcode](inst, [values[id(o)] for o in inst.operands])
+            result = EVALUATORS[inst.opcode](inst, [values[id(o)] for o in inst.operands])
             value = _fit(inst.shape, result, batched, f"{comp.name}/{inst.name}")
         values[id(inst)] = value
     return values[id(comp.root)]
@@ -143,15 +144,6 @@ def _widen(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
-def _attrs(inst: Instruction, kind: type[Any]) -> Any:
-    if not isinstance(inst.attrs, kind):
-        raise HloError(
-            f"evaluate: {inst.name}: {inst.opcode.value} needs {kind.__name__} "
-            f"attributes, got {inst.attrs!r}"
-        )
-    return inst.attrs
-
-
 def _dims(inst: Instruction) -> tuple[int, ...]:
     assert isinstance(inst.shape, Shape), f"{inst.name} has a tuple shape"
     return inst.shape.dims
@@ -174,7 +166,7 @@ def _constant(inst: Instruction, ops: list[Value]) -> Value:
 
 @handles(Opcode.IOTA)
 def _iota(inst: Instruction, ops: list[Value]) -> Value:
-    dim, dims = _attrs(inst, IotaAttrs).iota_dimension, _dims(inst)
+    dim, dims = inst.attrs_as(IotaAttrs).iota_dimension, _dims(inst)
     ramp = np.arange(dims[dim], dtype=_dtype(inst))
     return np.broadcast_to(ramp.reshape([-1 if d == dim else 1 for d in range(len(dims))]), dims)
 
@@ -316,7 +308,7 @@ _COMPARE: dict[ComparisonDirection, Callable[[np.ndarray, np.ndarray], np.ndarra
 
 @handles(Opcode.COMPARE)
 def _compare(inst: Instruction, ops: list[Value]) -> Value:
-    return _COMPARE[_attrs(inst, CompareAttrs).direction](ops[0], ops[1])  # IEEE for NaN
+    return _COMPARE[inst.attrs_as(CompareAttrs).direction](ops[0], ops[1])  # IEEE for NaN
 
 
 _BINARY: dict[Opcode, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -363,7 +355,7 @@ def _bitcast(inst: Instruction, ops: list[Value]) -> Value:
 
 @handles(Opcode.BROADCAST)
 def _broadcast(inst: Instruction, ops: list[Value]) -> Value:
-    x, mapping, dims = ops[0], _attrs(inst, Dimensions).dimensions, _dims(inst)
+    x, mapping, dims = ops[0], inst.attrs_as(Dimensions).dimensions, _dims(inst)
     order = sorted(range(len(mapping)), key=lambda i: mapping[i])
     shape = [1] * len(dims)
     for i in order:
@@ -373,12 +365,12 @@ def _broadcast(inst: Instruction, ops: list[Value]) -> Value:
 
 @handles(Opcode.CONCATENATE)
 def _concatenate(inst: Instruction, ops: list[Value]) -> Value:
-    return np.concatenate(ops, axis=_attrs(inst, Dimensions).dimensions[0])
+    return np.concatenate(ops, axis=inst.attrs_as(Dimensions).dimensions[0])
 
 
 @handles(Opcode.PAD)
 def _pad_handler(inst: Instruction, ops: list[Value]) -> Value:
-    return pad(ops[0], ops[1], _attrs(inst, PadAttrs).dims)
+    return pad(ops[0], ops[1], inst.attrs_as(PadAttrs).dims)
 
 
 def pad(x: np.ndarray, value: np.ndarray | float, dims: Sequence[PadDim]) -> np.ndarray:
@@ -396,7 +388,7 @@ def pad(x: np.ndarray, value: np.ndarray | float, dims: Sequence[PadDim]) -> np.
 
 @handles(Opcode.GATHER)
 def _gather_handler(inst: Instruction, ops: list[Value]) -> Value:
-    return gather(ops[0], ops[1], _attrs(inst, GatherAttrs))
+    return gather(ops[0], ops[1], inst.attrs_as(GatherAttrs))
 
 
 def gather(operand: np.ndarray, indices: np.ndarray, g: GatherAttrs) -> np.ndarray:
@@ -442,19 +434,19 @@ def _reshape(inst: Instruction, ops: list[Value]) -> Value:
 
 @handles(Opcode.REVERSE)
 def _reverse(inst: Instruction, ops: list[Value]) -> Value:
-    dims = _attrs(inst, Dimensions).dimensions
+    dims = inst.attrs_as(Dimensions).dimensions
     return np.flip(ops[0], axis=tuple(dims)) if dims else ops[0]
 
 
 @handles(Opcode.SLICE)
 def _slice(inst: Instruction, ops: list[Value]) -> Value:
-    a = _attrs(inst, SliceAttrs)
+    a = inst.attrs_as(SliceAttrs)
     return ops[0][tuple(slice(*s) for s in zip(a.starts, a.limits, a.strides, strict=True))]
 
 
 @handles(Opcode.TRANSPOSE)
 def _transpose(inst: Instruction, ops: list[Value]) -> Value:
-    return np.transpose(ops[0], _attrs(inst, Dimensions).dimensions)
+    return np.transpose(ops[0], inst.attrs_as(Dimensions).dimensions)
 
 
 # ---- dot and convolution ---------------------------------------------------------------------
@@ -462,7 +454,7 @@ def _transpose(inst: Instruction, ops: list[Value]) -> Value:
 
 @handles(Opcode.DOT)
 def _dot(inst: Instruction, ops: list[Value]) -> Value:
-    d: DotDims = _attrs(inst, DotDims)
+    d = inst.attrs_as(DotDims)
     lhs, rhs = _widen(ops[0]), _widen(ops[1])
     lhs_free = [i for i in range(lhs.ndim) if i not in (*d.lhs_batch, *d.lhs_contracting)]
     rhs_free = [i for i in range(rhs.ndim) if i not in (*d.rhs_batch, *d.rhs_contracting)]
@@ -491,7 +483,7 @@ def _base_padding(window: Window) -> list[PadDim]:
 
 @handles(Opcode.CONVOLUTION)
 def _convolution(inst: Instruction, ops: list[Value]) -> Value:
-    attrs: ConvAttrs = _attrs(inst, ConvAttrs)
+    attrs = inst.attrs_as(ConvAttrs)
     d, window, groups = attrs.dims, attrs.window, attrs.feature_group_count
     if attrs.batch_group_count != 1:
         raise UnsupportedError(
@@ -582,7 +574,7 @@ def _split_variadic(ops: list[Value]) -> tuple[list[np.ndarray], list[np.ndarray
 @handles(Opcode.REDUCE)
 def _reduce(inst: Instruction, ops: list[Value]) -> Value:
     xs, inits = _split_variadic(ops)
-    dims, comp = tuple(_attrs(inst, Dimensions).dimensions), inst.called[0]
+    dims, comp = tuple(inst.attrs_as(Dimensions).dimensions), inst.called[0]
     ufunc = simple_reducer(comp) if len(xs) == 1 else None
     if ufunc is not None:
         x = _widen(xs[0])
@@ -616,7 +608,7 @@ def _reduce_generic(
 @handles(Opcode.REDUCE_WINDOW)
 def _reduce_window(inst: Instruction, ops: list[Value]) -> Value:
     xs, inits = _split_variadic(ops)
-    window, comp = _attrs(inst, ReduceWindowAttrs).window, inst.called[0]
+    window, comp = inst.attrs_as(ReduceWindowAttrs).window, inst.called[0]
     out_dims = _scalar_shapes(inst.shape)[0].dims
     ufunc = simple_reducer(comp) if len(xs) == 1 else None
     padding = _base_padding(window)
@@ -645,12 +637,4 @@ def _tuple(inst: Instruction, ops: list[Value]) -> Value:
 
 @handles(Opcode.GET_TUPLE_ELEMENT)
 def _get_tuple_element(inst: Instruction, ops: list[Value]) -> Value:
-    return ops[0][_attrs(inst, TupleIndex).index]
-
-
-def _check_complete() -> None:
-    missing = [op.value for op in Opcode if op not in _HANDLERS and op is not Opcode.PARAMETER]
-    assert not missing, f"no evaluator for {missing}"
-
-
-_check_complete()
+    return ops[0][inst.attrs_as(TupleIndex).index]

@@ -9,246 +9,72 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
+from typing import TypeVar
 
 import numpy as np
 
+from aotc.hlo.attrs import (
+    Attributes,
+    Attrs,
+    CompareAttrs,
+    ComparisonDirection,
+    ConvAttrs,
+    ConvDims,
+    Dimensions,
+    DotDims,
+    FusionAttrs,
+    GatherAttrs,
+    IotaAttrs,
+    PadAttrs,
+    PadDim,
+    ParameterAttrs,
+    ReduceWindowAttrs,
+    SliceAttrs,
+    TupleIndex,
+    Window,
+    WindowDim,
+)
+from aotc.hlo.opcodes import (
+    BINARY_ELEMENTWISE,
+    ELEMENTWISE,
+    TERNARY_ELEMENTWISE,
+    UNARY_ELEMENTWISE,
+    Opcode,
+)
 from aotc.hlo.shape import AnyShape, Shape, TupleShape
 
+# The IR's vocabulary, importable from here (defined in attrs.py and opcodes.py).
+__all__ = [
+    "BINARY_ELEMENTWISE",
+    "ELEMENTWISE",
+    "TERNARY_ELEMENTWISE",
+    "UNARY_ELEMENTWISE",
+    "Attrs",
+    "CompareAttrs",
+    "ComparisonDirection",
+    "Computation",
+    "ConvAttrs",
+    "ConvDims",
+    "Dimensions",
+    "DotDims",
+    "FusionAttrs",
+    "GatherAttrs",
+    "Instruction",
+    "IotaAttrs",
+    "Module",
+    "Opcode",
+    "PadAttrs",
+    "PadDim",
+    "ParameterAttrs",
+    "ReduceWindowAttrs",
+    "SliceAttrs",
+    "TupleIndex",
+    "Window",
+    "WindowDim",
+    "parameter_number",
+]
 
-class Opcode(Enum):
-    """XLA opcodes; the value is the spelling in HLO text."""
-
-    # leaves
-    PARAMETER = "parameter"
-    CONSTANT = "constant"
-    IOTA = "iota"
-    # elementwise unary
-    ABS = "abs"
-    CEIL = "ceil"
-    CONVERT = "convert"
-    COPY = "copy"
-    COSINE = "cosine"
-    ERF = "erf"
-    EXP = "exponential"
-    EXPM1 = "exponential-minus-one"
-    FLOOR = "floor"
-    IS_FINITE = "is-finite"
-    LOG = "log"
-    LOG1P = "log-plus-one"
-    LOGISTIC = "logistic"
-    NEGATE = "negate"
-    NOT = "not"
-    ROUND_AFZ = "round-nearest-afz"
-    ROUND_EVEN = "round-nearest-even"
-    RSQRT = "rsqrt"
-    SIGN = "sign"
-    SINE = "sine"
-    SQRT = "sqrt"
-    TANH = "tanh"
-    # elementwise binary
-    ADD = "add"
-    AND = "and"
-    ATAN2 = "atan2"
-    COMPARE = "compare"
-    DIVIDE = "divide"
-    MAXIMUM = "maximum"
-    MINIMUM = "minimum"
-    MULTIPLY = "multiply"
-    OR = "or"
-    POWER = "power"
-    REMAINDER = "remainder"
-    SUBTRACT = "subtract"
-    XOR = "xor"
-    # elementwise ternary
-    CLAMP = "clamp"
-    SELECT = "select"
-    # data movement
-    BITCAST = "bitcast"
-    BROADCAST = "broadcast"
-    CONCATENATE = "concatenate"
-    GATHER = "gather"
-    PAD = "pad"
-    RESHAPE = "reshape"
-    REVERSE = "reverse"
-    SLICE = "slice"
-    TRANSPOSE = "transpose"
-    # contractions and reductions
-    CONVOLUTION = "convolution"
-    DOT = "dot"
-    REDUCE = "reduce"
-    REDUCE_WINDOW = "reduce-window"
-    # structure
-    FUSION = "fusion"
-    GET_TUPLE_ELEMENT = "get-tuple-element"
-    TUPLE = "tuple"
-
-
-UNARY_ELEMENTWISE = frozenset({
-    Opcode.ABS, Opcode.CEIL, Opcode.CONVERT, Opcode.COPY, Opcode.COSINE, Opcode.ERF, Opcode.EXP,
-    Opcode.EXPM1, Opcode.FLOOR, Opcode.IS_FINITE, Opcode.LOG, Opcode.LOG1P, Opcode.LOGISTIC,
-    Opcode.NEGATE, Opcode.NOT, Opcode.ROUND_AFZ, Opcode.ROUND_EVEN, Opcode.RSQRT, Opcode.SIGN,
-    Opcode.SINE, Opcode.SQRT, Opcode.TANH,
-})  # fmt: skip
-BINARY_ELEMENTWISE = frozenset({
-    Opcode.ADD, Opcode.AND, Opcode.ATAN2, Opcode.COMPARE, Opcode.DIVIDE, Opcode.MAXIMUM,
-    Opcode.MINIMUM, Opcode.MULTIPLY, Opcode.OR, Opcode.POWER, Opcode.REMAINDER, Opcode.SUBTRACT,
-    Opcode.XOR,
-})  # fmt: skip
-TERNARY_ELEMENTWISE = frozenset({Opcode.CLAMP, Opcode.SELECT})
-ELEMENTWISE = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | TERNARY_ELEMENTWISE
-
-
-class ComparisonDirection(Enum):
-    EQ = "EQ"
-    NE = "NE"
-    LT = "LT"
-    LE = "LE"
-    GT = "GT"
-    GE = "GE"
-
-
-# ---- per-opcode attributes -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParameterAttrs:
-    number: int
-
-
-@dataclass(frozen=True)
-class Dimensions:
-    """``dimensions={...}`` of broadcast, transpose, reduce, reverse and concatenate."""
-
-    dimensions: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class IotaAttrs:
-    iota_dimension: int
-
-
-@dataclass(frozen=True)
-class TupleIndex:
-    index: int
-
-
-@dataclass(frozen=True)
-class CompareAttrs:
-    direction: ComparisonDirection
-
-
-@dataclass(frozen=True)
-class SliceAttrs:
-    starts: tuple[int, ...]
-    limits: tuple[int, ...]
-    strides: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class PadDim:
-    low: int
-    high: int
-    interior: int = 0
-
-
-@dataclass(frozen=True)
-class PadAttrs:
-    dims: tuple[PadDim, ...]
-
-
-@dataclass(frozen=True)
-class DotDims:
-    lhs_contracting: tuple[int, ...]
-    rhs_contracting: tuple[int, ...]
-    lhs_batch: tuple[int, ...] = ()
-    rhs_batch: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class WindowDim:
-    size: int
-    stride: int = 1
-    pad_low: int = 0
-    pad_high: int = 0
-    lhs_dilation: int = 1  # "base dilation" for reduce-window
-    rhs_dilation: int = 1  # "window dilation"
-
-
-@dataclass(frozen=True)
-class Window:
-    dims: tuple[WindowDim, ...]
-
-
-@dataclass(frozen=True)
-class ConvDims:
-    """Convolution dimension numbers, XLA's ``dim_labels=b01f_01io->b01f``."""
-
-    input_batch: int
-    input_feature: int
-    input_spatial: tuple[int, ...]
-    kernel_input_feature: int
-    kernel_output_feature: int
-    kernel_spatial: tuple[int, ...]
-    output_batch: int
-    output_feature: int
-    output_spatial: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class ConvAttrs:
-    window: Window
-    dims: ConvDims
-    feature_group_count: int = 1
-    batch_group_count: int = 1
-
-
-@dataclass(frozen=True)
-class ReduceWindowAttrs:
-    window: Window
-
-
-@dataclass(frozen=True)
-class GatherAttrs:
-    """XLA's ``GatherDimensionNumbers`` plus ``slice_sizes``.
-
-    Each index vector of ``indices`` (along ``index_vector_dim``; equal to the indices' rank
-    means an implicit trailing dimension of size 1) gives the start, in the operand dims
-    ``start_index_map``, of a slice of ``slice_sizes``. The output holds the indices' other
-    dims (batch dims) and, at ``offset_dims``, the slice dims not in ``collapsed_slice_dims``
-    or ``operand_batching_dims``. Operand batching dim ``operand_batching_dims[i]`` is indexed
-    by the output's batch dim that comes from indices dim ``start_indices_batching_dims[i]``.
-    """
-
-    offset_dims: tuple[int, ...]
-    collapsed_slice_dims: tuple[int, ...]
-    start_index_map: tuple[int, ...]
-    index_vector_dim: int
-    slice_sizes: tuple[int, ...]
-    operand_batching_dims: tuple[int, ...] = ()
-    start_indices_batching_dims: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class FusionAttrs:
-    kind: str  # kLoop, kInput, kOutput
-
-
-Attrs = (
-    ParameterAttrs
-    | Dimensions
-    | IotaAttrs
-    | TupleIndex
-    | CompareAttrs
-    | SliceAttrs
-    | PadAttrs
-    | DotDims
-    | ConvAttrs
-    | ReduceWindowAttrs
-    | GatherAttrs
-    | FusionAttrs
-    | None
-)
+_A = TypeVar("_A", bound=Attributes)
 
 
 # ---- instructions, computations, modules -----------------------------------------------------
@@ -256,7 +82,8 @@ Attrs = (
 
 @dataclass(eq=False)
 class Instruction:
-    """One HLO instruction. ``called`` holds ``to_apply`` / ``calls`` computations."""
+    """One HLO instruction. ``called`` holds the computations it calls, in the order of the
+    attribute names in ``opcode.info.called`` (``to_apply``, ``calls``)."""
 
     name: str
     opcode: Opcode
@@ -275,6 +102,15 @@ class Instruction:
     @property
     def is_tuple(self) -> bool:
         return isinstance(self.shape, TupleShape)
+
+    def attrs_as(self, kind: type[_A]) -> _A:
+        """The attributes, typed as ``kind``; a TypeError (a bug in aotc) if they are not."""
+        if not isinstance(self.attrs, kind):
+            raise TypeError(
+                f"{self.opcode.value} %{self.name} has attributes "
+                f"{self.attrs!r}, not {kind.__name__}"
+            )
+        return self.attrs
 
     def __repr__(self) -> str:
         return f"<{self.shape} {self.opcode.value} %{self.name}>"
@@ -332,8 +168,7 @@ def _visit_post_order(start: Instruction, seen: set[int], order: list[Instructio
 
 
 def parameter_number(inst: Instruction) -> int:
-    assert isinstance(inst.attrs, ParameterAttrs)
-    return inst.attrs.number
+    return inst.attrs_as(ParameterAttrs).number
 
 
 class Module:

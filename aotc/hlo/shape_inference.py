@@ -8,17 +8,14 @@ message that says what does not fit; callers add where.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 from aotc.errors import ShapeError
 from aotc.hlo.ir import (
     BINARY_ELEMENTWISE,
     UNARY_ELEMENTWISE,
-    CompareAttrs,
     ConvAttrs,
     Dimensions,
     DotDims,
-    FusionAttrs,
     GatherAttrs,
     Instruction,
     IotaAttrs,
@@ -30,20 +27,9 @@ from aotc.hlo.ir import (
     TupleIndex,
     Window,
 )
+from aotc.hlo.opcodes import ElementTypes
 from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 from aotc.registry import Registry
-
-LOGICAL = frozenset({Opcode.AND, Opcode.OR, Opcode.XOR, Opcode.NOT})
-# Unary ops XLA defines for floating-point element types only.
-FLOAT_UNARY = frozenset({
-    Opcode.CEIL, Opcode.COSINE, Opcode.ERF, Opcode.EXP, Opcode.EXPM1, Opcode.FLOOR,
-    Opcode.IS_FINITE, Opcode.LOG, Opcode.LOG1P, Opcode.LOGISTIC, Opcode.ROUND_AFZ,
-    Opcode.ROUND_EVEN, Opcode.RSQRT, Opcode.SINE, Opcode.SQRT, Opcode.TANH,
-})  # fmt: skip
-# Binary ops XLA rejects for pred (add, multiply, maximum, minimum act as or / and).
-NOT_FOR_PRED = frozenset({
-    Opcode.ATAN2, Opcode.DIVIDE, Opcode.POWER, Opcode.REMAINDER, Opcode.SUBTRACT,
-})  # fmt: skip
 
 
 def check(ok: bool, message: str) -> None:
@@ -70,15 +56,23 @@ def _check_dims_in_range(dims: Sequence[int], rank: int, what: str) -> None:
 # ---- elementwise -----------------------------------------------------------------------------
 
 
+def _check_element_type(opcode: Opcode, x: Shape) -> None:
+    """The operand types the opcode's row allows (``OpcodeInfo.operand_types``)."""
+    types, dtype = opcode.info.operand_types, x.dtype
+    if types is ElementTypes.FLOAT:
+        check(dtype.is_float, f"{opcode.value} needs a floating-point operand, got {x}")
+    elif types is ElementTypes.NOT_FLOAT:
+        check(not dtype.is_float, f"{opcode.value} needs integers or pred, got {x}")
+    elif types is ElementTypes.NOT_PRED:
+        check(dtype is not PrimitiveType.PRED, f"{opcode.value} is not defined for pred")
+
+
 def infer_unary_shape(opcode: Opcode, x: Shape) -> Shape:
     check(
         opcode in UNARY_ELEMENTWISE and opcode is not Opcode.CONVERT,
         f"{opcode.value} is not a unary elementwise op",
     )
-    if opcode in FLOAT_UNARY:
-        check(x.dtype.is_float, f"{opcode.value} needs a floating-point operand, got {x}")
-    if opcode is Opcode.NOT:
-        check(not x.dtype.is_float, f"not needs integers or pred, got {x}")
+    _check_element_type(opcode, x)
     if opcode is Opcode.IS_FINITE:
         return x.with_dtype(PrimitiveType.PRED)
     return x
@@ -94,12 +88,7 @@ def infer_binary_shape(opcode: Opcode, a: Shape, b: Shape) -> Shape:
         f"{opcode.value} is not a binary elementwise op",
     )
     _check_same(opcode, a, b)
-    if opcode in LOGICAL:
-        check(not a.dtype.is_float, f"{opcode.value} needs integers or pred")
-    if opcode in NOT_FOR_PRED:
-        check(a.dtype is not PrimitiveType.PRED, f"{opcode.value} is not defined for pred")
-    if opcode is Opcode.ATAN2:
-        check(a.dtype.is_float, f"atan2 needs floating-point operands, got {a}")
+    _check_element_type(opcode, a)
     return a
 
 
@@ -422,10 +411,10 @@ def infer_get_tuple_element_shape(t: AnyShape, index: int) -> AnyShape:
 
 # ---- per instruction: the verifier's entry point ---------------------------------------------
 
-_A = TypeVar("_A")
 _InstRule = Callable[[Instruction], AnyShape]
-_INSTRUCTION_RULES: Registry[Opcode, _InstRule] = Registry("shape rule")
-_rule = _INSTRUCTION_RULES.register
+#: Per opcode: the rule that infers an instruction's shape (every opcode has one).
+SHAPE_RULES: Registry[Opcode, _InstRule] = Registry("shape rule")
+_rule = SHAPE_RULES.register
 
 
 def infer_instruction_shape(inst: Instruction) -> AnyShape:
@@ -435,7 +424,7 @@ def infer_instruction_shape(inst: Instruction) -> AnyShape:
     bitcast, convert's element type) take them from ``inst.shape`` and check they fit.
     Assumes operand counts and attribute types were checked already.
     """
-    return _INSTRUCTION_RULES[inst.opcode](inst)
+    return SHAPE_RULES[inst.opcode](inst)
 
 
 def _operand(inst: Instruction, i: int) -> Shape:
@@ -444,12 +433,6 @@ def _operand(inst: Instruction, i: int) -> Shape:
 
 def _operands(inst: Instruction) -> list[Shape]:
     return [_operand(inst, i) for i in range(len(inst.operands))]
-
-
-def _attrs(inst: Instruction, kind: type[_A]) -> _A:
-    if not isinstance(inst.attrs, kind):
-        raise ShapeError(f"{inst.opcode.value} needs {kind.__name__} attrs, got {inst.attrs!r}")
-    return inst.attrs
 
 
 @_rule(Opcode.PARAMETER)
@@ -466,7 +449,7 @@ def _constant_rule(inst: Instruction) -> AnyShape:
 
 @_rule(Opcode.IOTA)
 def _iota_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, IotaAttrs)
+    attrs = inst.attrs_as(IotaAttrs)
     return infer_iota_shape(array(inst.shape, "iota result"), attrs.iota_dimension)
 
 
@@ -487,7 +470,6 @@ def _binary_rule(inst: Instruction) -> AnyShape:
 
 @_rule(Opcode.COMPARE)
 def _compare_rule(inst: Instruction) -> AnyShape:
-    _attrs(inst, CompareAttrs)
     return infer_compare_shape(*_operands(inst))
 
 
@@ -503,7 +485,7 @@ def _clamp_rule(inst: Instruction) -> AnyShape:
 
 @_rule(Opcode.BROADCAST)
 def _broadcast_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, Dimensions)
+    attrs = inst.attrs_as(Dimensions)
     result = array(inst.shape, "broadcast result")
     check(result.dtype == _operand(inst, 0).dtype, "broadcast changes the element type")
     return infer_broadcast_shape(_operand(inst, 0), result.dims, attrs.dimensions)
@@ -521,50 +503,50 @@ def _bitcast_rule(inst: Instruction) -> AnyShape:
 
 @_rule(Opcode.TRANSPOSE)
 def _transpose_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, Dimensions)
+    attrs = inst.attrs_as(Dimensions)
     return infer_transpose_shape(_operand(inst, 0), attrs.dimensions)
 
 
 @_rule(Opcode.REVERSE)
 def _reverse_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, Dimensions)
+    attrs = inst.attrs_as(Dimensions)
     return infer_reverse_shape(_operand(inst, 0), attrs.dimensions)
 
 
 @_rule(Opcode.SLICE)
 def _slice_rule(inst: Instruction) -> AnyShape:
-    a = _attrs(inst, SliceAttrs)
+    a = inst.attrs_as(SliceAttrs)
     return infer_slice_shape(_operand(inst, 0), a.starts, a.limits, a.strides)
 
 
 @_rule(Opcode.CONCATENATE)
 def _concatenate_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, Dimensions)
+    attrs = inst.attrs_as(Dimensions)
     check(len(attrs.dimensions) == 1, "concatenate takes exactly one dimension")
     return infer_concatenate_shape(_operands(inst), attrs.dimensions[0])
 
 
 @_rule(Opcode.PAD)
 def _pad_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, PadAttrs)
+    attrs = inst.attrs_as(PadAttrs)
     return infer_pad_shape(_operand(inst, 0), _operand(inst, 1), attrs.dims)
 
 
 @_rule(Opcode.GATHER)
 def _gather_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, GatherAttrs)
+    attrs = inst.attrs_as(GatherAttrs)
     return infer_gather_shape(_operand(inst, 0), _operand(inst, 1), attrs)
 
 
 @_rule(Opcode.DOT)
 def _dot_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, DotDims)
+    attrs = inst.attrs_as(DotDims)
     return infer_dot_shape(_operand(inst, 0), _operand(inst, 1), attrs)
 
 
 @_rule(Opcode.CONVOLUTION)
 def _convolution_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, ConvAttrs)
+    attrs = inst.attrs_as(ConvAttrs)
     return infer_convolution_shape(_operand(inst, 0), _operand(inst, 1), attrs)
 
 
@@ -577,19 +559,18 @@ def _split_variadic(inst: Instruction) -> tuple[list[Shape], list[Shape]]:
 
 @_rule(Opcode.REDUCE)
 def _reduce_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, Dimensions)
+    attrs = inst.attrs_as(Dimensions)
     return infer_reduce_shape(*_split_variadic(inst), attrs.dimensions)
 
 
 @_rule(Opcode.REDUCE_WINDOW)
 def _reduce_window_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, ReduceWindowAttrs)
+    attrs = inst.attrs_as(ReduceWindowAttrs)
     return infer_reduce_window_shape(*_split_variadic(inst), attrs.window)
 
 
 @_rule(Opcode.FUSION)
 def _fusion_rule(inst: Instruction) -> AnyShape:
-    _attrs(inst, FusionAttrs)
     check(len(inst.called) == 1, "fusion must call exactly one computation")
     return inst.called[0].root.shape
 
@@ -601,13 +582,5 @@ def _tuple_rule(inst: Instruction) -> AnyShape:
 
 @_rule(Opcode.GET_TUPLE_ELEMENT)
 def _get_tuple_element_rule(inst: Instruction) -> AnyShape:
-    attrs = _attrs(inst, TupleIndex)
+    attrs = inst.attrs_as(TupleIndex)
     return infer_get_tuple_element_shape(inst.operands[0].shape, attrs.index)
-
-
-def _check_complete() -> None:
-    missing = [op.value for op in Opcode if op not in _INSTRUCTION_RULES]
-    assert not missing, f"no shape rule for {missing}"
-
-
-_check_complete()

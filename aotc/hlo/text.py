@@ -12,38 +12,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from aotc.errors import HloError
-from aotc.hlo.ir import (
-    Attrs,
-    CompareAttrs,
-    ComparisonDirection,
-    Computation,
-    ConvAttrs,
-    ConvDims,
-    Dimensions,
-    DotDims,
-    FusionAttrs,
-    GatherAttrs,
-    Instruction,
-    IotaAttrs,
-    Module,
-    Opcode,
-    PadAttrs,
-    PadDim,
-    ParameterAttrs,
-    ReduceWindowAttrs,
-    SliceAttrs,
-    TupleIndex,
-    Window,
-    WindowDim,
-    parameter_number,
-)
+from aotc.hlo.attrs import PARAMETER_NUMBER
+from aotc.hlo.ir import Attrs, Computation, Instruction, Module, Opcode, parameter_number
 from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 
 T = TypeVar("T")
@@ -51,12 +28,8 @@ T = TypeVar("T")
 #: With ``print_large_constants=False``, constants with more elements print as ``{...}``.
 ELIDE_ABOVE = 8
 
-#: The attribute that names an opcode's called computation.
-CALLED_ATTR: dict[Opcode, str] = {
-    Opcode.REDUCE: "to_apply",
-    Opcode.REDUCE_WINDOW: "to_apply",
-    Opcode.FUSION: "calls",
-}
+#: The attribute that names an opcode's called computation (for the graph dumps).
+CALLED_ATTR: dict[Opcode, str] = {op: op.info.called[0] for op in Opcode if op.info.called}
 
 
 # ==== printing ================================================================================
@@ -180,124 +153,9 @@ _OPERAND_PRINTERS: dict[Opcode, Callable[[Instruction, _Style], str]] = {
 
 
 def _attribute_texts(inst: Instruction, style: _Style) -> list[str]:
-    texts = [] if inst.attrs is None else _ATTR_PRINTERS[type(inst.attrs)](inst.attrs)
-    key = CALLED_ATTR.get(inst.opcode)
-    if key is not None:
-        texts += [f"{key}={style.sigil}{c.name}" for c in inst.called]
-    return texts
-
-
-def _ints(values: Sequence[int]) -> str:
-    return ",".join(map(str, values))
-
-
-def _print_slice(a: SliceAttrs) -> list[str]:
-    bounds = (
-        f"[{s}:{lim}{'' if st == 1 else f':{st}'}]"
-        for s, lim, st in zip(a.starts, a.limits, a.strides, strict=False)
-    )
-    return [f"slice={{{', '.join(bounds)}}}"]
-
-
-def padding_text(dims: Sequence[PadDim]) -> str:
-    """XLA's ``low_high[_interior]`` per dimension joined by ``x``; interior all or none."""
-    interior = any(d.interior for d in dims)
-    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if interior else "") for d in dims)
-
-
-def _print_dot(a: DotDims) -> list[str]:
-    # XLA omits empty batch dimensions but always prints the contracting ones.
-    fields = [
-        ("lhs_batch_dims", a.lhs_batch, False),
-        ("lhs_contracting_dims", a.lhs_contracting, True),
-        ("rhs_batch_dims", a.rhs_batch, False),
-        ("rhs_contracting_dims", a.rhs_contracting, True),
-    ]
-    return [f"{name}={{{_ints(dims)}}}" for name, dims, always in fields if dims or always]
-
-
-_WINDOW_FIELDS: tuple[tuple[str, Callable[[WindowDim], str], str | None], ...] = (
-    ("size", lambda d: str(d.size), None),
-    ("stride", lambda d: str(d.stride), "1"),
-    ("pad", lambda d: f"{d.pad_low}_{d.pad_high}", "0_0"),
-    ("lhs_dilate", lambda d: str(d.lhs_dilation), "1"),
-    ("rhs_dilate", lambda d: str(d.rhs_dilation), "1"),
-)
-
-
-def window_text(window: Window) -> str:
-    """``size=3x3 stride=2x2 ...``: a field is printed only when some dimension is not default."""
-    fields = []
-    for name, get, default in _WINDOW_FIELDS:
-        values = [get(d) for d in window.dims]
-        if any(v != default for v in values):
-            fields.append(f"{name}={'x'.join(values)}")
-    return " ".join(fields)
-
-
-def _print_window(window: Window) -> list[str]:
-    return [f"window={{{window_text(window)}}}"] if window.dims else []
-
-
-def _labels(named: dict[int, str], spatial: Sequence[int]) -> str:
-    chars = ["?"] * (max([*named, *spatial], default=-1) + 1)
-    for dim, char in named.items():
-        chars[dim] = char
-    for index, dim in enumerate(spatial):
-        chars[dim] = str(index)
-    return "".join(chars)
-
-
-def dim_labels_text(d: ConvDims) -> str:
-    """XLA's ``dim_labels``, e.g. ``b01f_01io->b01f``."""
-    lhs = _labels({d.input_batch: "b", d.input_feature: "f"}, d.input_spatial)
-    rhs = _labels({d.kernel_input_feature: "i", d.kernel_output_feature: "o"}, d.kernel_spatial)
-    out = _labels({d.output_batch: "b", d.output_feature: "f"}, d.output_spatial)
-    return f"{lhs}_{rhs}->{out}"
-
-
-def _print_conv(a: ConvAttrs) -> list[str]:
-    texts = [*_print_window(a.window), f"dim_labels={dim_labels_text(a.dims)}"]
-    if a.feature_group_count != 1:
-        texts.append(f"feature_group_count={a.feature_group_count}")
-    if a.batch_group_count != 1:
-        texts.append(f"batch_group_count={a.batch_group_count}")
-    return texts
-
-
-def _print_gather(a: GatherAttrs) -> list[str]:
-    # XLA prints the batching dims only when there are some.
-    texts = [
-        f"offset_dims={{{_ints(a.offset_dims)}}}",
-        f"collapsed_slice_dims={{{_ints(a.collapsed_slice_dims)}}}",
-        f"start_index_map={{{_ints(a.start_index_map)}}}",
-    ]
-    if a.operand_batching_dims:
-        texts += [
-            f"operand_batching_dims={{{_ints(a.operand_batching_dims)}}}",
-            f"start_indices_batching_dims={{{_ints(a.start_indices_batching_dims)}}}",
-        ]
-    return [
-        *texts,
-        f"index_vector_dim={a.index_vector_dim}",
-        f"slice_sizes={{{_ints(a.slice_sizes)}}}",
-    ]
-
-
-_ATTR_PRINTERS: dict[type, Callable[[Any], list[str]]] = {
-    ParameterAttrs: lambda a: [],
-    Dimensions: lambda a: [f"dimensions={{{_ints(a.dimensions)}}}"],
-    IotaAttrs: lambda a: [f"iota_dimension={a.iota_dimension}"],
-    TupleIndex: lambda a: [f"index={a.index}"],
-    CompareAttrs: lambda a: [f"direction={a.direction.value}"],
-    SliceAttrs: _print_slice,
-    PadAttrs: lambda a: [f"padding={padding_text(a.dims)}"],
-    DotDims: _print_dot,
-    ConvAttrs: _print_conv,
-    ReduceWindowAttrs: lambda a: _print_window(a.window),
-    FusionAttrs: lambda a: [f"kind={a.kind}"],
-    GatherAttrs: _print_gather,
-}
+    texts = [] if inst.attrs is None else inst.attrs.to_text()
+    keys = inst.opcode.info.called
+    return texts + [f"{k}={style.sigil}{c.name}" for k, c in zip(keys, inst.called, strict=False)]
 
 
 # ---- literals --------------------------------------------------------------------------------
@@ -488,18 +346,19 @@ class _Raw(NamedTuple):
 
 @dataclass
 class _Head:
-    """What an instruction's parentheses hold: operand names, a literal or a parameter number."""
+    """What an instruction's parentheses hold: operand names, a literal or a parameter number
+    (handed to ``ParameterAttrs`` as the attribute ``parameter_number``)."""
 
     operands: list[tuple[str, int]] = field(default_factory=list)
     literal: np.ndarray | None = None
-    attrs: Attrs = None
+    attrs: dict[str, _Raw] = field(default_factory=dict)
 
 
 @dataclass
 class _PendingInstruction:
     inst: Instruction
     operands: list[tuple[str, int]]
-    callee: _Raw | None
+    callees: list[_Raw]
     is_root: bool
     pos: int
 
@@ -609,12 +468,13 @@ class _Parser:
 
     def _resolve_callees(self, p: _PendingComputation, comps: dict[str, Computation]) -> None:
         for pi in p.body:
-            if pi.callee is None:
-                continue
-            name = _decode(self.cur, "computation name", pi.callee, _callee_name)
-            if name not in comps:
-                raise self.cur.error(f"computation '{name}' is not defined", pi.callee.pos)
-            pi.inst.called = [comps[name]]
+            pi.inst.called = [self._callee(raw, comps) for raw in pi.callees]
+
+    def _callee(self, raw: _Raw, comps: dict[str, Computation]) -> Computation:
+        name = _decode(self.cur, "computation name", raw, _callee_name)
+        if name not in comps:
+            raise self.cur.error(f"computation '{name}' is not defined", raw.pos)
+        return comps[name]
 
     # ---- instructions ------------------------------------------------------------------------
 
@@ -626,13 +486,13 @@ class _Parser:
         opcode = self._opcode()
         self.cur.expect(_punct("("), "'('")
         head = _OPERAND_READERS.get(opcode, _Parser._operand_list)(self, shape)
-        raw = self._attributes()
+        raw = self._attributes(head.attrs)
         attrs = _InstructionAttrs(self.cur, raw, f"{opcode.value} '{name[1]}'", name.start())
-        if opcode in _ATTR_DECODERS:
-            head.attrs = _ATTR_DECODERS[opcode](attrs)
-        callee = attrs.raw(CALLED_ATTR[opcode]) if opcode in CALLED_ATTR else None
-        inst = Instruction(name[1], opcode, shape, [], head.attrs, head.literal)
-        return _PendingInstruction(inst, head.operands, callee, is_root, name.start())
+        kind, keys = opcode.info.attrs, opcode.info.called
+        decoded: Attrs = None if kind is None else kind.from_text(attrs)
+        callees = [attrs.raw(key) for key in keys]
+        inst = Instruction(name[1], opcode, shape, [], decoded, head.literal)
+        return _PendingInstruction(inst, head.operands, callees, is_root, name.start())
 
     def _opcode(self) -> Opcode:
         match = self.cur.expect(_OPCODE, "an opcode")
@@ -650,9 +510,9 @@ class _Parser:
         return match[1], match.start()
 
     def _parameter(self, shape: AnyShape) -> _Head:
-        number = int(self.cur.expect(_INT, "a parameter number")[0])
+        number = self.cur.expect(_INT, "a parameter number")
         self.cur.expect(_punct(")"), "')'")
-        return _Head(attrs=ParameterAttrs(number))
+        return _Head(attrs={PARAMETER_NUMBER: _Raw(number[0], number.start())})
 
     def _constant(self, shape: AnyShape) -> _Head:
         self.cur.skip()
@@ -684,8 +544,8 @@ class _Parser:
 
     # ---- attributes --------------------------------------------------------------------------
 
-    def _attributes(self) -> dict[str, _Raw]:
-        attrs: dict[str, _Raw] = {}
+    def _attributes(self, given: dict[str, _Raw] | None = None) -> dict[str, _Raw]:
+        attrs = dict(given or {})
         while self.cur.accept(_punct(",")):
             key = self.cur.expect(_ATTR_NAME, "an attribute name")
             self.cur.expect(_punct("="), "'='")
@@ -786,168 +646,8 @@ class _InstructionAttrs:
         return self.need(key, decode) if key in self._raw else default
 
 
-# ---- attribute value decoders (text -> value; ValueError on bad text) ------------------------
-
-
-def _fullmatch(pattern: str, text: str, what: str) -> re.Match[str]:
-    match = re.fullmatch(pattern, text)
-    if match is None:
-        raise ValueError(f"expected {what}")
-    return match
-
-
-def _int_value(text: str) -> int:
-    return int(_fullmatch(r"-?\d+", text, "an integer")[0])
-
-
-def _int_list(text: str) -> tuple[int, ...]:
-    _fullmatch(r"\{\s*(-?\d+\s*(,\s*-?\d+\s*)*)?\}", text, "{n,n,...}")
-    return tuple(int(v) for v in re.findall(r"-?\d+", text))
-
-
-def _word(text: str) -> str:
-    return _fullmatch(r"\w+", text, "a word")[0]
-
-
 def _callee_name(text: str) -> str:
-    return _fullmatch(r"%?([A-Za-z_][\w.\-]*)", text, "a computation name")[1]
-
-
-_BOUND = r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]"
-
-
-def _slice_value(text: str) -> SliceAttrs:
-    body = _fullmatch(r"\{(.*)\}", text, "{[start:limit:stride], ...}")[1]
-    parts = [p.strip() for p in body.split(",")] if body.strip() else []
-    triples = [
-        _fullmatch(_BOUND, p, "[start:limit] or [start:limit:stride]").groups() for p in parts
-    ]
-    return SliceAttrs(
-        tuple(int(a) for a, _, _ in triples),
-        tuple(int(b) for _, b, _ in triples),
-        tuple(int(c or 1) for _, _, c in triples),
-    )
-
-
-def _pad_value(text: str) -> PadAttrs:
-    dims = []
-    for part in text.split("x") if text else []:
-        match = _fullmatch(r"(-?\d+)_(-?\d+)(?:_(-?\d+))?", part, "low_high[_interior]x...")
-        dims.append(PadDim(int(match[1]), int(match[2]), int(match[3] or 0)))
-    return PadAttrs(tuple(dims))
-
-
-_WINDOW_KEYS: dict[str, tuple[str, ...]] = {
-    "size": ("size",),
-    "stride": ("stride",),
-    "pad": ("pad_low", "pad_high"),
-    "lhs_dilate": ("lhs_dilation",),
-    "rhs_dilate": ("rhs_dilation",),
-}
-
-
-def _window_value(text: str) -> Window:
-    body = _fullmatch(r"\{(.*)\}", text, "{size=... stride=...}")[1]
-    fields: dict[str, list[int]] = {}
-    for item in body.split():
-        key, _, value = item.partition("=")
-        if key == "rhs_reversal" and set(value.split("x")) <= {"0"}:
-            continue
-        if key not in _WINDOW_KEYS:
-            raise ValueError(f"window field '{key}' is unsupported")
-        names = _WINDOW_KEYS[key]
-        for dim in value.split("x"):
-            numbers = dim.split("_")
-            if len(numbers) != len(names) or not all(re.fullmatch(r"-?\d+", n) for n in numbers):
-                raise ValueError(f"bad window field {item}")
-            for name, number in zip(names, numbers, strict=True):
-                fields.setdefault(name, []).append(int(number))
-    return _window_from_fields(fields)
-
-
-def _window_from_fields(fields: dict[str, list[int]]) -> Window:
-    if "size" not in fields:
-        raise ValueError("a window needs size=")
-    rank = len(fields["size"])
-    if any(len(values) != rank for values in fields.values()):
-        raise ValueError("window fields have different numbers of dimensions")
-    dims = [WindowDim(**{name: values[i] for name, values in fields.items()}) for i in range(rank)]
-    return Window(tuple(dims))
-
-
-def _dim_labels_value(text: str) -> ConvDims:
-    match = _fullmatch(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)", text, "e.g. b01f_01io->b01f")
-    lhs, rhs, out = (_label_positions(match[i], n) for i, n in ((1, "bf"), (2, "io"), (3, "bf")))
-    return ConvDims(
-        lhs["b"],
-        lhs["f"],
-        lhs["spatial"],
-        rhs["i"],
-        rhs["o"],
-        rhs["spatial"],
-        out["b"],
-        out["f"],
-        out["spatial"],
-    )
-
-
-def _label_positions(labels: str, named: str) -> dict[str, Any]:
-    """``b01f`` -> {"b": 0, "f": 3, "spatial": (1, 2)}."""
-    letters = sorted(c for c in labels if not c.isdigit())
-    spatial = sorted((int(c), dim) for dim, c in enumerate(labels) if c.isdigit())
-    if letters != sorted(named) or [i for i, _ in spatial] != list(range(len(spatial))):
-        raise ValueError(f"'{labels}' needs one each of {', '.join(named)} and digits 0..n-1")
-    return {c: labels.index(c) for c in named} | {"spatial": tuple(d for _, d in spatial)}
-
-
-def _conv_attrs(a: _InstructionAttrs) -> ConvAttrs:
-    return ConvAttrs(
-        a.opt("window", _window_value, Window(())),
-        a.need("dim_labels", _dim_labels_value),
-        a.opt("feature_group_count", _int_value, 1),
-        a.opt("batch_group_count", _int_value, 1),
-    )
-
-
-def _dot_attrs(a: _InstructionAttrs) -> DotDims:
-    return DotDims(
-        a.opt("lhs_contracting_dims", _int_list, ()),
-        a.opt("rhs_contracting_dims", _int_list, ()),
-        a.opt("lhs_batch_dims", _int_list, ()),
-        a.opt("rhs_batch_dims", _int_list, ()),
-    )
-
-
-def _dimensions_attrs(a: _InstructionAttrs) -> Dimensions:
-    return Dimensions(a.need("dimensions", _int_list))
-
-
-def _gather_attrs(a: _InstructionAttrs) -> GatherAttrs:
-    return GatherAttrs(
-        a.opt("offset_dims", _int_list, ()),
-        a.opt("collapsed_slice_dims", _int_list, ()),
-        a.opt("start_index_map", _int_list, ()),
-        a.need("index_vector_dim", _int_value),
-        a.need("slice_sizes", _int_list),
-        a.opt("operand_batching_dims", _int_list, ()),
-        a.opt("start_indices_batching_dims", _int_list, ()),
-    )
-
-
-_ATTR_DECODERS: dict[Opcode, Callable[[_InstructionAttrs], Attrs]] = {
-    Opcode.BROADCAST: _dimensions_attrs,
-    Opcode.TRANSPOSE: _dimensions_attrs,
-    Opcode.REDUCE: _dimensions_attrs,
-    Opcode.REVERSE: _dimensions_attrs,
-    Opcode.CONCATENATE: _dimensions_attrs,
-    Opcode.IOTA: lambda a: IotaAttrs(a.need("iota_dimension", _int_value)),
-    Opcode.GET_TUPLE_ELEMENT: lambda a: TupleIndex(a.need("index", _int_value)),
-    Opcode.COMPARE: lambda a: CompareAttrs(a.need("direction", ComparisonDirection)),
-    Opcode.SLICE: lambda a: a.need("slice", _slice_value),
-    Opcode.PAD: lambda a: a.need("padding", _pad_value),
-    Opcode.DOT: _dot_attrs,
-    Opcode.CONVOLUTION: _conv_attrs,
-    Opcode.REDUCE_WINDOW: lambda a: ReduceWindowAttrs(a.opt("window", _window_value, Window(()))),
-    Opcode.FUSION: lambda a: FusionAttrs(a.need("kind", _word)),
-    Opcode.GATHER: _gather_attrs,
-}
+    match = re.fullmatch(r"%?([A-Za-z_][\w.\-]*)", text)
+    if match is None:
+        raise ValueError("expected a computation name")
+    return match[1]

@@ -2,8 +2,9 @@
 
 Three lists of small checks run in order: module checks, structural checks per computation
 (operands defined before use, root, parameter numbering), then instruction checks (operand
-count, attribute type, called computations, dimensions, literal, re-inferred shape). The first
-problem found raises ``HloError("verifier: <computation>/<instruction>: <problem>")``.
+count, attribute class and called computations as the opcode's row in ``opcodes.py`` says,
+their signatures, dimensions, literal, re-inferred shape). The first problem found raises
+``HloError("verifier: <computation>/<instruction>: <problem>")``.
 """
 
 from __future__ import annotations
@@ -12,29 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aotc.errors import HloError, ShapeError
-from aotc.hlo.ir import (
-    BINARY_ELEMENTWISE,
-    TERNARY_ELEMENTWISE,
-    UNARY_ELEMENTWISE,
-    CompareAttrs,
-    Computation,
-    ConvAttrs,
-    Dimensions,
-    DotDims,
-    FusionAttrs,
-    GatherAttrs,
-    Instruction,
-    IotaAttrs,
-    Module,
-    Opcode,
-    PadAttrs,
-    ParameterAttrs,
-    ReduceWindowAttrs,
-    SliceAttrs,
-    TupleIndex,
-)
+from aotc.hlo.ir import Computation, Instruction, Module, Opcode, ParameterAttrs
 from aotc.hlo.shape import AnyShape, Shape, TupleShape
 from aotc.hlo.shape_inference import infer_instruction_shape
+from aotc.registry import Registry
 
 
 def verify_module(module: Module) -> None:
@@ -184,44 +166,17 @@ COMPUTATION_CHECKS: list[Callable[[_Context, Computation], None]] = [
 
 # ---- instruction checks ----------------------------------------------------------------------
 
-_ANY = 10**9
-_ARITY: dict[Opcode, tuple[int, int]] = {
-    **{op: (1, 1) for op in UNARY_ELEMENTWISE},
-    **{op: (2, 2) for op in BINARY_ELEMENTWISE},
-    **{op: (3, 3) for op in TERNARY_ELEMENTWISE},
-    **{op: (0, 0) for op in (Opcode.PARAMETER, Opcode.CONSTANT, Opcode.IOTA)},
-    **{op: (1, 1) for op in (Opcode.BITCAST, Opcode.BROADCAST, Opcode.RESHAPE, Opcode.REVERSE,
-                             Opcode.SLICE, Opcode.TRANSPOSE, Opcode.GET_TUPLE_ELEMENT)},
-    **{op: (2, 2) for op in (Opcode.PAD, Opcode.DOT, Opcode.CONVOLUTION, Opcode.GATHER)},
-    Opcode.CONCATENATE: (1, _ANY), Opcode.REDUCE: (2, _ANY), Opcode.REDUCE_WINDOW: (2, _ANY),
-    Opcode.FUSION: (0, _ANY), Opcode.TUPLE: (0, _ANY),
-}  # fmt: skip
-
 
 def _operand_count(ctx: _Context, inst: Instruction) -> str | None:
-    low, high = _ARITY[inst.opcode]
-    n = len(inst.operands)
-    if low <= n <= high:
+    info, n = inst.opcode.info, len(inst.operands)
+    if n == info.arity or (info.variadic and n > info.arity):
         return None
-    wanted = str(low) if low == high else f"at least {low}"
+    wanted = f"at least {info.arity}" if info.variadic else str(info.arity)
     return f"{inst.opcode.value} takes {wanted} operands, got {n}"
 
 
-_ATTRS: dict[Opcode, type | None] = {
-    **{op: None for op in UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | TERNARY_ELEMENTWISE},
-    **{op: None for op in (Opcode.CONSTANT, Opcode.BITCAST, Opcode.RESHAPE, Opcode.TUPLE)},
-    **{op: Dimensions for op in (Opcode.BROADCAST, Opcode.CONCATENATE, Opcode.REDUCE,
-                                 Opcode.REVERSE, Opcode.TRANSPOSE)},
-    Opcode.PARAMETER: ParameterAttrs, Opcode.IOTA: IotaAttrs, Opcode.COMPARE: CompareAttrs,
-    Opcode.PAD: PadAttrs, Opcode.SLICE: SliceAttrs, Opcode.DOT: DotDims,
-    Opcode.CONVOLUTION: ConvAttrs, Opcode.REDUCE_WINDOW: ReduceWindowAttrs,
-    Opcode.FUSION: FusionAttrs, Opcode.GET_TUPLE_ELEMENT: TupleIndex,
-    Opcode.GATHER: GatherAttrs,
-}  # fmt: skip
-
-
 def _attrs_type(ctx: _Context, inst: Instruction) -> str | None:
-    kind = _ATTRS[inst.opcode]
+    kind = inst.opcode.info.attrs
     if kind is None and inst.attrs is not None:
         return f"{inst.opcode.value} takes no attrs, got {inst.attrs!r}"
     if kind is not None and not isinstance(inst.attrs, kind):
@@ -229,6 +184,11 @@ def _attrs_type(ctx: _Context, inst: Instruction) -> str | None:
     return None
 
 
+#: Per opcode that calls computations (``opcode.info.called``): the check of their signatures.
+CALL_CHECKS: Registry[Opcode, InstructionCheck] = Registry("called-computation check")
+
+
+@CALL_CHECKS.register(Opcode.REDUCE, Opcode.REDUCE_WINDOW)
 def _reducer_signature(ctx: _Context, inst: Instruction) -> str | None:
     """``to_apply`` of a reduce of N operands: (T0..TN-1, T0..TN-1) -> T0 or (T0..TN-1)."""
     comp, n = inst.called[0], len(inst.operands) // 2
@@ -246,6 +206,7 @@ def _reducer_signature(ctx: _Context, inst: Instruction) -> str | None:
     return None
 
 
+@CALL_CHECKS.register(Opcode.FUSION)
 def _fusion_signature(ctx: _Context, inst: Instruction) -> str | None:
     comp = inst.called[0]
     want = [op.shape for op in inst.operands]
@@ -259,21 +220,17 @@ def _shapes(shapes: list[AnyShape]) -> str:
     return "(" + ", ".join(map(str, shapes)) + ")"
 
 
-_CALLS: dict[Opcode, InstructionCheck] = {
-    Opcode.REDUCE: _reducer_signature, Opcode.REDUCE_WINDOW: _reducer_signature,
-    Opcode.FUSION: _fusion_signature,
-}  # fmt: skip
-
-
 def _called_computations(ctx: _Context, inst: Instruction) -> str | None:
-    signature = _CALLS.get(inst.opcode)
-    if signature is None:
+    keys = inst.opcode.info.called
+    if not keys:
         return f"{inst.opcode.value} calls no computation" if inst.called else None
-    if len(inst.called) != 1:
-        return f"{inst.opcode.value} calls exactly one computation, got {len(inst.called)}"
-    if not ctx.in_module(inst.called[0]):
-        return f"calls computation {inst.called[0].name}, which is not in the module"
-    return signature(ctx, inst)
+    if len(inst.called) != len(keys):
+        wanted, got = " and ".join(keys), len(inst.called)
+        return f"{inst.opcode.value} calls {len(keys)} computation(s) ({wanted}), got {got}"
+    for callee in inst.called:
+        if not ctx.in_module(callee):
+            return f"calls computation {callee.name}, which is not in the module"
+    return CALL_CHECKS[inst.opcode](ctx, inst)
 
 
 def _dims_non_negative(ctx: _Context, inst: Instruction) -> str | None:

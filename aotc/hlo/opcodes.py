@@ -1,0 +1,217 @@
+"""Every fact about an opcode that is not its semantics, in one row per opcode.
+
+As XLA's ``HLO_OPCODE_LIST``: each ``Opcode`` member is its HLO spelling (the enum value) and
+an ``OpcodeInfo`` row (``opcode.info``): category, operand count, attribute class, the
+attributes that name called computations, and the properties passes ask about. Every other
+opcode table (``ELEMENTWISE``, the verifier's arity and attribute checks, the parser's
+attribute classes, "expensive" for fusion) is derived from these rows.
+
+Adding an opcode is one row here plus its semantics: a shape rule
+(``shape_inference.SHAPE_RULES``), an evaluator (``evaluate.EVALUATORS``), for a called
+computation a signature check (``verify.CALL_CHECKS``), and a kernel; ``tests/test_opcodes.py``
+fails until each is there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from aotc.hlo.attrs import (
+    Attributes,
+    CompareAttrs,
+    ConvAttrs,
+    Dimensions,
+    DotDims,
+    FusionAttrs,
+    GatherAttrs,
+    IotaAttrs,
+    PadAttrs,
+    ParameterAttrs,
+    ReduceWindowAttrs,
+    SliceAttrs,
+    TupleIndex,
+)
+
+
+class Category(Enum):
+    """What kind of work an opcode does, as fusion, codegen and the dumps group them."""
+
+    LEAF = "leaf"  # no operands: parameter, constant, iota
+    UNARY = "elementwise unary"
+    BINARY = "elementwise binary"
+    TERNARY = "elementwise ternary"
+    DATA_MOVEMENT = "data movement"  # index remapping only
+    CONTRACTION = "contraction"  # sums of products over operand dimensions
+    REDUCTION = "reduction"  # folds with a called computation
+    STRUCTURE = "structure"  # tuples and calls
+
+
+class ElementTypes(Enum):
+    """The operand element types an opcode is defined for (XLA's type constraints)."""
+
+    ANY = "any"
+    FLOAT = "floating-point"
+    NOT_FLOAT = "integers or pred"
+    NOT_PRED = "not pred"
+
+
+@dataclass(frozen=True)
+class OpcodeInfo:
+    """One opcode's row.
+
+    ``arity`` is the number of operands, or the least number when ``variadic``. ``called``
+    names the attributes that each name one called computation, in ``Instruction.called``
+    order (``to_apply``; a while loop would say ``("condition", "body")``). ``expensive`` work
+    must not be recomputed for every use of one element (fusion never duplicates it).
+    """
+
+    category: Category
+    arity: int
+    variadic: bool = False
+    attrs: type[Attributes] | None = None
+    called: tuple[str, ...] = ()
+    expensive: bool = False
+    commutative: bool = False
+    operand_types: ElementTypes = ElementTypes.ANY
+
+
+_ARITY = {Category.UNARY: 1, Category.BINARY: 2, Category.TERNARY: 3}
+ANY, FLOAT = ElementTypes.ANY, ElementTypes.FLOAT
+NOT_FLOAT, NOT_PRED = ElementTypes.NOT_FLOAT, ElementTypes.NOT_PRED
+
+
+def _elementwise(
+    category: Category,
+    types: ElementTypes = ANY,
+    *,
+    attrs: type[Attributes] | None = None,
+    expensive: bool = False,
+    commutative: bool = False,
+) -> OpcodeInfo:
+    return OpcodeInfo(
+        category,
+        _ARITY[category],
+        attrs=attrs,
+        expensive=expensive,
+        commutative=commutative,
+        operand_types=types,
+    )
+
+
+def _unary(types: ElementTypes = ANY, *, expensive: bool = False) -> OpcodeInfo:
+    return _elementwise(Category.UNARY, types, expensive=expensive)
+
+
+def _binary(
+    types: ElementTypes = ANY, *, expensive: bool = False, commutative: bool = False
+) -> OpcodeInfo:
+    return _elementwise(Category.BINARY, types, expensive=expensive, commutative=commutative)
+
+
+def _reduction(attrs: type[Attributes]) -> OpcodeInfo:
+    """N arrays and N init values, folded by the ``to_apply`` computation."""
+    return OpcodeInfo(
+        Category.REDUCTION, 2, variadic=True, attrs=attrs, called=("to_apply",), expensive=True
+    )
+
+
+_LEAF, _MOVE = Category.LEAF, Category.DATA_MOVEMENT
+_CONTRACT, _STRUCT = Category.CONTRACTION, Category.STRUCTURE
+
+
+class Opcode(Enum):
+    """XLA opcodes; the value is the spelling in HLO text, ``info`` the opcode's row."""
+
+    _value_: str
+    info: OpcodeInfo
+
+    def __new__(cls, spelling: str, info: OpcodeInfo) -> Opcode:
+        member = object.__new__(cls)
+        member._value_ = spelling
+        member.info = info
+        return member
+
+    # leaves
+    PARAMETER = "parameter", OpcodeInfo(_LEAF, 0, attrs=ParameterAttrs)
+    CONSTANT = "constant", OpcodeInfo(_LEAF, 0)  # the value is the instruction's literal
+    IOTA = "iota", OpcodeInfo(_LEAF, 0, attrs=IotaAttrs)
+    # elementwise unary
+    ABS = "abs", _unary()
+    CEIL = "ceil", _unary(FLOAT)
+    CONVERT = "convert", _unary()  # the result's element type is the instruction's
+    COPY = "copy", _unary()
+    COSINE = "cosine", _unary(FLOAT, expensive=True)
+    ERF = "erf", _unary(FLOAT, expensive=True)
+    EXP = "exponential", _unary(FLOAT, expensive=True)
+    EXPM1 = "exponential-minus-one", _unary(FLOAT, expensive=True)
+    FLOOR = "floor", _unary(FLOAT)
+    IS_FINITE = "is-finite", _unary(FLOAT)
+    LOG = "log", _unary(FLOAT, expensive=True)
+    LOG1P = "log-plus-one", _unary(FLOAT, expensive=True)
+    LOGISTIC = "logistic", _unary(FLOAT, expensive=True)
+    NEGATE = "negate", _unary()
+    NOT = "not", _unary(NOT_FLOAT)
+    ROUND_AFZ = "round-nearest-afz", _unary(FLOAT)
+    ROUND_EVEN = "round-nearest-even", _unary(FLOAT)
+    RSQRT = "rsqrt", _unary(FLOAT, expensive=True)
+    SIGN = "sign", _unary()
+    SINE = "sine", _unary(FLOAT, expensive=True)
+    SQRT = "sqrt", _unary(FLOAT, expensive=True)
+    TANH = "tanh", _unary(FLOAT, expensive=True)
+    # elementwise binary; add, multiply, maximum, minimum act as or / and on pred
+    ADD = "add", _binary(commutative=True)
+    AND = "and", _binary(NOT_FLOAT, commutative=True)
+    ATAN2 = "atan2", _binary(FLOAT, expensive=True)
+    COMPARE = "compare", _elementwise(Category.BINARY, attrs=CompareAttrs)
+    DIVIDE = "divide", _binary(NOT_PRED, expensive=True)
+    MAXIMUM = "maximum", _binary(commutative=True)
+    MINIMUM = "minimum", _binary(commutative=True)
+    MULTIPLY = "multiply", _binary(commutative=True)
+    OR = "or", _binary(NOT_FLOAT, commutative=True)
+    POWER = "power", _binary(NOT_PRED, expensive=True)
+    REMAINDER = "remainder", _binary(NOT_PRED, expensive=True)
+    SUBTRACT = "subtract", _binary(NOT_PRED)
+    XOR = "xor", _binary(NOT_FLOAT, commutative=True)
+    # elementwise ternary
+    CLAMP = "clamp", _elementwise(Category.TERNARY)
+    SELECT = "select", _elementwise(Category.TERNARY)
+    # data movement
+    BITCAST = "bitcast", OpcodeInfo(_MOVE, 1)
+    BROADCAST = "broadcast", OpcodeInfo(_MOVE, 1, attrs=Dimensions)
+    CONCATENATE = "concatenate", OpcodeInfo(_MOVE, 1, variadic=True, attrs=Dimensions)
+    GATHER = "gather", OpcodeInfo(_MOVE, 2, attrs=GatherAttrs)
+    PAD = "pad", OpcodeInfo(_MOVE, 2, attrs=PadAttrs)
+    RESHAPE = "reshape", OpcodeInfo(_MOVE, 1)
+    REVERSE = "reverse", OpcodeInfo(_MOVE, 1, attrs=Dimensions)
+    SLICE = "slice", OpcodeInfo(_MOVE, 1, attrs=SliceAttrs)
+    TRANSPOSE = "transpose", OpcodeInfo(_MOVE, 1, attrs=Dimensions)
+    # contractions and reductions
+    CONVOLUTION = "convolution", OpcodeInfo(_CONTRACT, 2, attrs=ConvAttrs, expensive=True)
+    DOT = "dot", OpcodeInfo(_CONTRACT, 2, attrs=DotDims, expensive=True)
+    REDUCE = "reduce", _reduction(Dimensions)
+    REDUCE_WINDOW = "reduce-window", _reduction(ReduceWindowAttrs)
+    # structure
+    FUSION = "fusion", OpcodeInfo(_STRUCT, 0, variadic=True, attrs=FusionAttrs, called=("calls",))
+    GET_TUPLE_ELEMENT = "get-tuple-element", OpcodeInfo(_STRUCT, 1, attrs=TupleIndex)
+    TUPLE = "tuple", OpcodeInfo(_STRUCT, 0, variadic=True)
+
+
+def opcodes_in(*categories: Category) -> frozenset[Opcode]:
+    """The opcodes of ``categories``."""
+    return frozenset(op for op in Opcode if op.info.category in categories)
+
+
+LEAVES = opcodes_in(Category.LEAF)
+UNARY_ELEMENTWISE = opcodes_in(Category.UNARY)
+BINARY_ELEMENTWISE = opcodes_in(Category.BINARY)
+TERNARY_ELEMENTWISE = opcodes_in(Category.TERNARY)
+ELEMENTWISE = opcodes_in(Category.UNARY, Category.BINARY, Category.TERNARY)
+#: Index remapping only: computing them per use costs an index computation and a load.
+DATA_MOVEMENT = opcodes_in(Category.DATA_MOVEMENT)
+#: The opcodes an output fusion is built around.
+CONTRACTIONS = opcodes_in(Category.CONTRACTION)
+#: Work that must not be recomputed for one element of its value.
+EXPENSIVE = frozenset(op for op in Opcode if op.info.expensive)
+#: Operand order does not matter (also for floats: IEEE a + b == b + a).
+COMMUTATIVE = frozenset(op for op in Opcode if op.info.commutative)
