@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aotc import progress
@@ -47,6 +47,7 @@ class Frontend:
     config: Config
     signature: Signature
     module: Module
+    notes: list[str] = field(default_factory=list)  # for the report, e.g. dropped Asserts
 
 
 def load_frontend(
@@ -64,18 +65,19 @@ def load_frontend(
     if source is not None:
         with errors_name_file(graph_path):
             _check_sizes(source.signature, source.module, str(graph_path))
-        return Frontend(source.graph, source.config, source.signature, source.module)
+        return Frontend(source.graph, source.config, source.signature, source.module, source.notes)
     with progress.stage("load"), errors_name_file(graph_path):
         graph = load_graph(graph_path)
         config_path = config_path or default_config_path(Path(graph_path))
         config = load_config(config_path) if config_path else Config()
         signature = resolve_signature(graph, config, Path(graph_path))
         check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), graph.path)
+    notes: list[str] = []
     with progress.stage("translate"), errors_name_file(graph_path):
-        module = translate_graph(graph, signature)
+        module = translate_graph(graph, signature, notes)
         check_module_sizes(module, graph.path)
         verify_module(module)
-    return Frontend(graph, config, signature, module)
+    return Frontend(graph, config, signature, module, notes)
 
 
 def _check_sizes(signature: Signature, module: Module, where: str) -> None:
@@ -119,7 +121,10 @@ def compile_graph(
     ]
     with progress.stage("codegen"):
         spec = _target_spec(front.config, target)
-        return compile_module(front.module, sig.name, args, results, spec)
+        model = compile_module(front.module, sig.name, args, results, spec)
+    if model.report is not None:
+        model.report.notes.extend(front.notes)
+    return model
 
 
 def optimize(module: Module, options: PipelineOptions | None = None) -> PipelineReport:

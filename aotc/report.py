@@ -51,13 +51,14 @@ class CompileReport:
     constant_bytes: int
     result_copies: int
     passes: list[PassTime] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the front end dropped, and why
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (``json.dump(report.to_json(), f)``)."""
         return asdict(self)
 
     def summary(self) -> str:
-        """Three short lines for ``aotc compile -v``."""
+        """Short lines for ``aotc compile -v``: kernels, memory, pass time, notes."""
         fused = sum(1 for k in self.kernels if k.opcode == "fusion")
         ratio = self.temp_bytes / self.peak_live_bytes if self.peak_live_bytes else 1.0
         lines = [
@@ -68,6 +69,7 @@ class CompileReport:
         if self.passes:
             total = sum(p.seconds for p in self.passes)
             lines.append(f"passes: {len(self.passes)} runs, {total * 1e3:.1f} ms")
+        lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from google.protobuf import text_format
+from graph_specs import graph, graph_def
 
 from aotc.errors import GraphError, InputFileError
 from aotc.frontend.graphdef import Graph, load_graph
@@ -17,23 +18,6 @@ from aotc.frontend.node import Node, TensorRef
 from aotc.proto import aotc_tf_pb2 as pb
 
 FIXTURES = Path(__file__).parent / "data" / "tf"
-_SPEC = re.compile(r"^\s*([\w/.:-]+)\s*=\s*(\w+)\((.*)\)\s*$")
-
-
-def graph(*specs: str, path: str = "test.pbtxt") -> Graph:
-    """Build a graph from lines like ``"y = Relu(x, ^ctrl)"``."""
-    return Graph(graph_def(*specs), path)
-
-
-def graph_def(*specs: str) -> pb.GraphDef:
-    proto = pb.GraphDef()
-    for spec in specs:
-        match = _SPEC.match(spec)
-        assert match, spec
-        name, op, args = match.groups()
-        inputs = [a.strip() for a in args.split(",") if a.strip()]
-        proto.node.add(name=name, op=op, input=inputs)
-    return proto
 
 
 def names(nodes: list[Node]) -> list[str]:
@@ -336,6 +320,29 @@ def test_dangling_input_names_consumer_and_input() -> None:
 
 def test_dangling_control_input_is_ignored() -> None:
     assert names(graph("y = Const(^ghost)").prune([ref("y")])) == ["y"]
+
+
+def test_control_reached_follows_control_inputs_and_their_inputs() -> None:
+    g = graph(
+        "x = Placeholder()",
+        "c = Const()",
+        "p = Print(c, c)",
+        "a = Assign(c, p, ^q)",
+        "q = NoOp()",
+        "unused = PrintV2(c)",
+        "y = Relu(x, ^a)",
+    )
+    assert names(g.control_reached([ref("y")])) == ["c", "p", "a", "q"]
+
+
+def test_control_reached_leaves_out_needed_nodes_and_fed_nodes_control_inputs() -> None:
+    g = graph("c = Const()", "p = PrintV2(c)", "x = Identity(c, ^p)", "y = Relu(x, ^c)")
+    assert names(g.control_reached([ref("y")])) == ["p"]
+    assert names(g.control_reached([ref("y")], [ref("x")])) == ["c"]
+
+
+def test_control_reached_ignores_dangling_control_inputs() -> None:
+    assert names(graph("y = Const(^ghost)").control_reached([ref("y")])) == []
 
 
 def test_output_index_out_of_range() -> None:

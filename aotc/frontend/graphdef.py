@@ -79,6 +79,29 @@ class Graph:
                 stack.extend(reversed(self._data_inputs(self.nodes[ref.node])))
         return needed
 
+    def control_reached(
+        self, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = ()
+    ) -> list[Node]:
+        """Nodes TensorFlow runs for ``fetches`` that ``prune`` leaves out, in file order.
+
+        These are reached through a control input (``^x``) of a needed node, or are inputs
+        (data or control) of such a node: TF runs them before the fetches only for their
+        effect. A fully fed node's control inputs are not followed, as for its data inputs.
+        Control inputs naming no node are ignored, as in ``prune``.
+        """
+        needed = self._needed(list(fetches), frozenset(feeds))
+        stack = [c for n, expand in needed.items() if expand for c in self.nodes[n].control_inputs]
+        reached: set[str] = set()
+        while stack:
+            name = stack.pop()
+            if name in needed or name in reached or name not in self.nodes:
+                continue
+            reached.add(name)
+            node = self.nodes[name]
+            stack.extend(ref.node for ref in node.inputs)
+            stack.extend(node.control_inputs)
+        return sorted((self.nodes[n] for n in reached), key=lambda n: self._order[n.name])
+
     def _data_inputs(self, node: Node) -> list[TensorRef]:
         for ref in node.inputs:
             self._check_ref(ref, f"{self.path}: {node.label}: input '{ref}'")

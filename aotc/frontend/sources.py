@@ -46,6 +46,7 @@ class Source:
     config: Config
     signature: Signature
     module: Module
+    notes: list[str] = field(default_factory=list)
 
 
 def load_source(
@@ -71,9 +72,10 @@ def load_source(
 def _savedmodel_source(path: str | Path, config: Config, options: SourceOptions) -> Source:
     shapes = {**_config_shapes(config), **options.shapes}
     model = load_savedmodel(path, options.signature, options.tags, shapes, config.name)
-    module = translate_graph(model.graph, model.signature)
+    notes: list[str] = []
+    module = translate_graph(model.graph, model.signature, notes)
     verify_module(module)
-    return Source(model.graph, config, model.signature, module)
+    return Source(model.graph, config, model.signature, module, notes)
 
 
 def _config_shapes(config: Config) -> dict[str, tuple[int, ...]]:

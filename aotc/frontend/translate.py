@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from aotc.errors import AotcError, GraphError, ShapeError, UnsupportedError
+from aotc.frontend.effects import check_effects, dropped_note
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.node import Node, TensorRef
 from aotc.frontend.ops.registry import lookup
@@ -107,8 +108,12 @@ def _byte_size(inst: Instruction) -> int:
     return sum(s.byte_size for s in shapes if isinstance(s, Shape))
 
 
-def translate_graph(graph: Graph, signature: Signature) -> Module:
-    """Translate the part of ``graph`` the signature's fetches need into an HLO module."""
+def translate_graph(graph: Graph, signature: Signature, notes: list[str] | None = None) -> Module:
+    """Translate the part of ``graph`` the signature's fetches need into an HLO module.
+
+    Side effects the fetches depend on are an error unless dropping them is harmless
+    (aotc/frontend/effects.py); the note on what was dropped is appended to ``notes``.
+    """
     feeds = {f.ref for f in signature.feeds}
     fetches = [f.ref for f in signature.fetches]
     nodes = graph.prune(fetches, list(feeds))
@@ -116,6 +121,9 @@ def translate_graph(graph: Graph, signature: Signature) -> Module:
     # A node is computed unless every one of its outputs that is needed is fed.
     nodes = [n for n in nodes if any(r.node == n.name and r not in feeds for r in needed)]
     check_supported(graph, nodes)
+    note = dropped_note(check_effects(graph, fetches, feeds))
+    if note and notes is not None:
+        notes.append(note)
 
     mb = ModuleBuilder(signature.name)
     ctx = TranslationContext(mb, mb.computation("main"))
