@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from aotc.errors import GraphError
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto, tensor_to_numpy
@@ -92,6 +95,39 @@ class Node:
             return default
         return self._decode(self.proto.attr[name], name)
 
+    # Typed reads, as tf2xla's GetAttr: an attribute of the wrong kind is an error naming the
+    # node, never a Python exception deep inside a translator. Defaults are returned as given.
+    def int_attr(self, name: str, default: Any = _MISSING) -> int:
+        return self._typed(name, default, _is_int, "an int")
+
+    def float_attr(self, name: str, default: Any = _MISSING) -> float:
+        return float(self._typed(name, default, _is_float, "a float"))
+
+    def bool_attr(self, name: str, default: Any = _MISSING) -> bool:
+        return self._typed(name, default, lambda v: isinstance(v, bool), "a bool")
+
+    def str_attr(self, name: str, default: Any = _MISSING) -> str:
+        return self._typed(name, default, lambda v: isinstance(v, str), "a string")
+
+    def ints_attr(self, name: str, default: Any = _MISSING) -> list[int]:
+        return self._typed(name, default, _is_ints, "a list of ints")
+
+    def dtype_attr(self, name: str, default: Any = _MISSING) -> np.dtype:
+        return self._typed(name, default, lambda v: isinstance(v, np.dtype), "a type")
+
+    def tensor_attr(self, name: str, default: Any = _MISSING) -> np.ndarray:
+        return self._typed(name, default, lambda v: isinstance(v, np.ndarray), "a tensor")
+
+    def _typed(self, name: str, default: Any, accepts: Callable[[Any], bool], what: str) -> Any:
+        if default is not _MISSING and name not in self.proto.attr:
+            return default
+        value = self.attr(name)
+        if not accepts(value):
+            raise GraphError(
+                f"{self.label}: attribute '{name}' must be {what}, got {_describe(value)}"
+            )
+        return value
+
     def _decode(self, value: pb.AttrValue, name: str) -> Any:
         kind = value.WhichOneof("value")
         if kind is None:
@@ -122,6 +158,25 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.name!r}, {self.op!r}, inputs={[str(i) for i in self.inputs]})"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_ints(value: object) -> bool:
+    return isinstance(value, list) and all(map(_is_int, value))
+
+
+def _is_float(value: object) -> bool:
+    return isinstance(value, float)
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, list):
+        return f"a list ({', '.join(sorted({type(v).__name__ for v in value})) or 'empty'})"
+    shown = repr(value)
+    return f"{type(value).__name__} {shown[:40]}"
 
 
 def _text(value: bytes) -> str | bytes:

@@ -20,7 +20,7 @@ from aotc.hlo.ir import Instruction, PadDim
 
 @translates("Const")
 def const(ctx: TranslationContext, node: Node) -> Instruction:
-    return ctx.builder.constant(node.attr("value"))
+    return ctx.builder.constant(node.tensor_attr("value"))
 
 
 @translates("Identity", "StopGradient", "Snapshot", "PreventGradient")
@@ -139,7 +139,7 @@ def pad_v2(
 def mirror_pad(
     ctx: TranslationContext, node: Node, x: Instruction, paddings: Instruction
 ) -> Instruction:
-    mode = node.attr("mode")
+    mode = node.str_attr("mode")
     if mode not in ("REFLECT", "SYMMETRIC"):
         raise UnsupportedError(f"MirrorPad mode {mode!r} is not supported")
     skip = 1 if mode == "REFLECT" else 0  # REFLECT leaves out the edge element itself
@@ -192,7 +192,7 @@ def pack(
 ) -> Instruction:
     values = (first, *rest)
     dims = first.array_shape.dims
-    axis = normalize_axis(node.attr("axis", 0), len(dims) + 1)
+    axis = normalize_axis(node.int_attr("axis", 0), len(dims) + 1)
     expanded = [*dims[:axis], 1, *dims[axis:]]
     parts = [ctx.builder.reshape(v, expanded) for v in values]
     return parts[0] if len(parts) == 1 else ctx.builder.concatenate(parts, axis)
@@ -201,7 +201,7 @@ def pack(
 @translates("Unpack", note="axis may be negative")
 def unpack(ctx: TranslationContext, node: Node, x: Instruction) -> list[Instruction]:
     dims = x.array_shape.dims
-    axis = normalize_axis(node.attr("axis", 0), len(dims))
+    axis = normalize_axis(node.int_attr("axis", 0), len(dims))
     kept = [n for d, n in enumerate(dims) if d != axis]
     b = ctx.builder
     return [b.reshape(slice_dim(b, x, axis, i, i + 1), kept) for i in range(dims[axis])]
@@ -220,7 +220,7 @@ def split(
     ctx: TranslationContext, node: Node, axis: Instruction, x: Instruction
 ) -> list[Instruction]:
     dim = constant_axis(ctx, axis, x.array_shape.rank)
-    count, n = node.attr("num_split"), x.array_shape.dims[dim]
+    count, n = node.int_attr("num_split"), x.array_shape.dims[dim]
     if count <= 0 or n % count:
         raise ShapeError(f"cannot split dimension {dim} of size {n} into {count} equal parts")
     return split_sizes(ctx.builder, x, dim, [n // count] * count)
@@ -271,7 +271,7 @@ def slice_op(
 @translates("Squeeze", note="squeeze_dims (may be negative), or every dimension of size 1")
 def squeeze(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
     dims = x.array_shape.dims
-    axes = node.attr("squeeze_dims", None) or []
+    axes = node.ints_attr("squeeze_dims", [])
     chosen = {normalize_axis(a, len(dims)) for a in axes} or {
         d for d, n in enumerate(dims) if n == 1
     }
@@ -354,9 +354,9 @@ def reverse_v1(
 
 
 def _block_size(node: Node, dims: tuple[int, ...]) -> int:
-    if node.attr("data_format", "NHWC") != "NHWC" or len(dims) != 4:
+    if node.str_attr("data_format", "NHWC") != "NHWC" or len(dims) != 4:
         raise UnsupportedError(f"{node.op} supports 4-d NHWC inputs only, got {list(dims)}")
-    block = int(node.attr("block_size"))
+    block = node.int_attr("block_size")
     if block < 2:
         raise ShapeError(f"block_size {block} must be at least 2")
     return block

@@ -30,8 +30,8 @@ Labels = tuple[str, ...]
 
 @translates("MatMul", note="transpose_a, transpose_b")
 def matmul(ctx: TranslationContext, node: Node, a: Instruction, b: Instruction) -> Instruction:
-    lhs_contracting = 0 if node.attr("transpose_a", False) else 1
-    rhs_contracting = 1 if node.attr("transpose_b", False) else 0
+    lhs_contracting = 0 if node.bool_attr("transpose_a", False) else 1
+    rhs_contracting = 1 if node.bool_attr("transpose_b", False) else 0
     return ctx.builder.dot(a, b, DotDims((lhs_contracting,), (rhs_contracting,)))
 
 
@@ -55,8 +55,8 @@ def batch_matmul(
     x = ctx.broadcast_to(x, (*batch, *xs.dims[-2:]))
     y = ctx.broadcast_to(y, (*batch, *ys.dims[-2:]))
     nb = len(batch)
-    lhs_contracting = nb + (0 if node.attr("adj_x", False) else 1)
-    rhs_contracting = nb + (1 if node.attr("adj_y", False) else 0)
+    lhs_contracting = nb + (0 if node.bool_attr("adj_x", False) else 1)
+    rhs_contracting = nb + (1 if node.bool_attr("adj_y", False) else 0)
     batch_dims = tuple(range(nb))
     dims = DotDims((lhs_contracting,), (rhs_contracting,), batch_dims, batch_dims)
     return ctx.builder.dot(x, y, dims)
@@ -64,7 +64,7 @@ def batch_matmul(
 
 def _convert_to_tout(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
     """BatchMatMulV3 may multiply e.g. int8 inputs into an int32 result: widen first."""
-    tout = node.attr("Tout", None)
+    tout = node.dtype_attr("Tout", None)
     if tout is None:
         return x
     dtype = PrimitiveType.from_numpy(tout)
@@ -164,7 +164,7 @@ class Labeled:
 def einsum(ctx: TranslationContext, node: Node, *xs: Instruction) -> Instruction:
     if len(xs) not in (1, 2):
         raise UnsupportedError(f"Einsum with {len(xs)} operands; aotc supports 1 or 2")
-    spec = parse_einsum(node.attr("equation"), [x.array_shape.rank for x in xs])
+    spec = parse_einsum(node.str_attr("equation"), [x.array_shape.rank for x in xs])
     operands = [Labeled(x, labels) for x, labels in zip(xs, spec.inputs, strict=True)]
     return lower_einsum(ctx, operands, spec.output)
 

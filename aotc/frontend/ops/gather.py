@@ -43,7 +43,7 @@ def gather_v2(
 ) -> Instruction:
     p, i = params.array_shape, indices.array_shape
     dim = constant_axis(ctx, axis, p.rank)
-    batch_dims = int(node.attr("batch_dims", 0))
+    batch_dims = node.int_attr("batch_dims", 0)
     batch_dims = batch_dims + i.rank if batch_dims < 0 else batch_dims
     return ctx.builder.gather(params, indices, gather_axis_attrs(p, i, dim, batch_dims))
 
@@ -60,7 +60,7 @@ def gather_v1(
 def gather_nd(
     ctx: TranslationContext, node: Node, params: Instruction, indices: Instruction
 ) -> Instruction:
-    if int(node.attr("batch_dims", 0)) != 0:
+    if node.int_attr("batch_dims", 0) != 0:
         raise UnsupportedError("GatherNd with batch_dims is not supported")
     p, i = params.array_shape, indices.array_shape
     depth = i.dims[-1] if i.rank else 0
@@ -87,7 +87,7 @@ def one_hot(
     if indices.array_shape.dtype not in (PrimitiveType.S32, PrimitiveType.S64):
         indices = b.convert(indices, PrimitiveType.S64)  # so the iota cannot wrap (uint8)
     (count,) = constant_ints(ctx, depth, "depth input")
-    axis = normalize_axis(int(node.attr("axis", -1)), len(dims) + 1)
+    axis = normalize_axis(node.int_attr("axis", -1), len(dims) + 1)
     out = [*dims[:axis], count, *dims[axis:]]
     kept = [d for d in range(len(out)) if d != axis]
     # Negative or too-large indices match no position of the iota: the row is all off_value.

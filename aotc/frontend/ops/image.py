@@ -106,14 +106,14 @@ def _resize(
     ctx: TranslationContext, node: Node, x: Instruction, size: Instruction, taps: TapsFn
 ) -> Instruction:
     shape = x.array_shape
-    if node.attr("data_format", "NHWC") != "NHWC" or shape.rank != 4:
+    if node.str_attr("data_format", "NHWC") != "NHWC" or shape.rank != 4:
         raise UnsupportedError(f"only rank-4 NHWC images are supported, got {shape}")
     out = [int(v) for v in ctx.constant_value(size, "size input").reshape(-1)]
     if len(out) != 2 or min(out) <= 0 or 0 in shape.dims[1:3]:
         raise ShapeError(f"cannot resize {shape} to {out}")
     align, half = (
-        bool(node.attr("align_corners", False)),
-        bool(node.attr("half_pixel_centers", False)),
+        node.bool_attr("align_corners", False),
+        node.bool_attr("half_pixel_centers", False),
     )
     if align and half:
         raise UnsupportedError("align_corners and half_pixel_centers cannot both be true")

@@ -202,7 +202,7 @@ def _scaled(ctx: TranslationContext, x: Instruction, factor: float) -> Instructi
 
 @translates("LeakyRelu", note="alpha (any value: x > 0 ? x : alpha * x, as TF)")
 def leaky_relu(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
-    alpha = float(node.attr("alpha", 0.2))
+    alpha = node.float_attr("alpha", 0.2)
     return ctx.builder.select(_positive(ctx, x), x, _scaled(ctx, x, alpha))
 
 
@@ -302,7 +302,7 @@ def select_v2(
 
 @translates("Cast", note="between float16/32/64, (u)int8-64 and bool")
 def cast(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
-    dtype = PrimitiveType.from_numpy(node.attr("DstT"))
+    dtype = PrimitiveType.from_numpy(node.dtype_attr("DstT"))
     if dtype == x.array_shape.dtype:
         return x
     return ctx.builder.convert(x, dtype)

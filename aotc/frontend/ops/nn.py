@@ -12,7 +12,7 @@ from aotc.hlo.ir import Instruction, Opcode
 @translates("BiasAdd", "BiasAddV1", note="data_format NHWC (bias on the last dim) or NCHW")
 def bias_add(ctx: TranslationContext, node: Node, x: Instruction, bias: Instruction) -> Instruction:
     shape = x.array_shape
-    data_format = node.attr("data_format", "NHWC")
+    data_format = node.str_attr("data_format", "NHWC")
     if data_format not in ("NHWC", "NCHW"):
         raise UnsupportedError(
             f"attribute data_format={data_format!r} is not supported; use NHWC or NCHW"

@@ -31,7 +31,7 @@ def fused_batch_norm(
     mean: Instruction,
     variance: Instruction,
 ) -> list[Instruction]:
-    if node.attr("is_training", True):
+    if node.bool_attr("is_training", True):
         raise UnsupportedError(
             "attribute is_training=true is not supported (batch statistics are a training "
             "feature); freeze the graph for inference so that is_training=false"
@@ -43,7 +43,7 @@ def fused_batch_norm(
     # Statistics may be f32 while x is f16: compute in the statistics' type, as TF does.
     stats_dtype = scale.array_shape.dtype
     wide = b.convert(x, stats_dtype) if shape.dtype is not stats_dtype else x
-    eps = ctx.splat(float(node.attr("epsilon", 1e-4)), variance)
+    eps = ctx.splat(node.float_attr("epsilon", 1e-4), variance)
     factor = b.binary(
         Opcode.MULTIPLY, b.unary(Opcode.RSQRT, b.binary(Opcode.ADD, variance, eps)), scale
     )

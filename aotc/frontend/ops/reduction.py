@@ -61,7 +61,7 @@ def reduction_axes(ctx: TranslationContext, x: Instruction, axes: Instruction) -
 def _keep_dims(
     ctx: TranslationContext, node: Node, source: Shape, dims: Sequence[int], y: Instruction
 ) -> Instruction:
-    if not node.attr("keep_dims", False):
+    if not node.bool_attr("keep_dims", False):
         return y
     kept = [1 if d in dims else n for d, n in enumerate(source.dims)]
     return ctx.builder.reshape(y, kept)
@@ -173,7 +173,7 @@ def arg_reduction(
     x: Instruction,
     axis: Instruction,
 ) -> Instruction:
-    index_type = PrimitiveType.from_numpy(node.attr("output_type", np.int64))
+    index_type = PrimitiveType.from_numpy(node.dtype_attr("output_type", np.dtype(np.int64)))
     if index_type not in _INDEX_TYPES:
         raise UnsupportedError(
             f"attribute output_type={index_type.numpy.name} is not supported; use int32 or int64"

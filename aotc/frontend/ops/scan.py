@@ -59,11 +59,11 @@ def cumulative(
 ) -> Instruction:
     b = ctx.builder
     dim = constant_axis(ctx, axis, x.array_shape.rank)
-    reverse = bool(node.attr("reverse", False))
+    reverse = node.bool_attr("reverse", False)
     if reverse:
         x = b.reverse(x, [dim])
     fill = ctx.scalar(identity, x.array_shape.dtype)
-    result = scan(b, x, dim, opcode, fill, bool(node.attr("exclusive", False)))
+    result = scan(b, x, dim, opcode, fill, node.bool_attr("exclusive", False))
     return b.reverse(result, [dim]) if reverse else result
 
 

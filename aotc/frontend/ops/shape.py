@@ -19,7 +19,7 @@ from aotc.hlo.ir import Instruction
 
 
 def _out_type(node: Node) -> np.dtype:
-    dtype = np.dtype(node.attr("out_type", np.int32))
+    dtype = node.dtype_attr("out_type", np.dtype(np.int32))
     if dtype not in (np.int32, np.int64):
         raise UnsupportedError(f"out_type {dtype} is not supported; use int32 or int64")
     return dtype
@@ -69,7 +69,7 @@ def ones_like(ctx: TranslationContext, node: Node, x: Instruction) -> Instructio
 def range_op(
     ctx: TranslationContext, node: Node, start: Instruction, limit: Instruction, delta: Instruction
 ) -> Instruction:
-    dtype = np.dtype(node.attr("Tidx", start.array_shape.dtype.numpy))
+    dtype = node.dtype_attr("Tidx", start.array_shape.dtype.numpy)
     first, stop, step = (
         ctx.constant_value(v, "Range input").reshape(()) for v in (start, limit, delta)
     )

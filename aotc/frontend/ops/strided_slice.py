@@ -185,6 +185,6 @@ def strided_slice(
         tuple(constant_ints(ctx, begin, "begin input")),
         tuple(constant_ints(ctx, end, "end input")),
         tuple(constant_ints(ctx, strides, "strides input")),
-        *(int(node.attr(mask, 0)) for mask in _MASKS),
+        *(node.int_attr(mask, 0) for mask in _MASKS),
     )
     return emit_strided_slice(ctx.builder, x, plan_strided_slice(x.array_shape.dims, spec))

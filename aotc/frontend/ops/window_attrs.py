@@ -33,7 +33,7 @@ class Layout:
 
 def layout(node: Node, formats: Sequence[str]) -> Layout:
     """The layout named by the node's ``data_format``, which must be one of ``formats``."""
-    data_format = node.attr("data_format", formats[0])
+    data_format = node.str_attr("data_format", formats[0])
     if data_format not in formats:
         raise UnsupportedError(
             f"attribute data_format={data_format!r} is not supported; use {' or '.join(formats)}"
@@ -46,7 +46,7 @@ def int_list(node: Node, name: str, rank: int, default: int | None = None) -> li
     """An int-list attribute with one entry per dimension (``default`` fills a missing one)."""
     if default is not None and not node.has_attr(name):
         return [default] * rank
-    values = [int(v) for v in node.attr(name)]
+    values = node.ints_attr(name)
     if len(values) != rank or any(v < 1 for v in values):
         raise UnsupportedError(f"attribute {name}={values} needs {rank} positive values")
     return values
@@ -69,14 +69,14 @@ def padding(
     dims: Sequence[int],
 ) -> list[tuple[int, int]]:
     """(low, high) padding for each of ``dims`` (their sizes, kernel sizes, strides, ...)."""
-    mode = node.attr("padding")
+    mode = node.str_attr("padding")
     if mode == "VALID":
         return [(0, 0)] * len(dims)
     if mode == "SAME":
         per_dim = zip(sizes, kernel, strides, dilations, strict=True)
         return [same_padding(n, k, s, d) for n, k, s, d in per_dim]
     if mode == "EXPLICIT" and node.has_attr("explicit_paddings"):
-        pads = [int(p) for p in node.attr("explicit_paddings")]
+        pads = node.ints_attr("explicit_paddings")
         return [(pads[2 * d], pads[2 * d + 1]) for d in dims]
     raise UnsupportedError(
         f"attribute padding={mode!r} is not supported; use SAME, VALID or EXPLICIT"
