@@ -181,6 +181,9 @@ def _from_values(
             f"{where}: {field} has {len(values)} values but shape {list(shape)} has "
             f"{count} elements"
         )
+    if len(values) <= 1:  # a splat: a view of one value, so a huge one costs no memory
+        one = values if len(values) else np.zeros(1, dtype=values.dtype)
+        return np.broadcast_to(one.reshape(()), shape)
     return _splat(values, count).reshape(shape)
 
 
@@ -214,8 +217,6 @@ def _typed_values(tensor: pb.TensorProto, field: str, dtype: np.dtype, where: st
 def _splat(values: np.ndarray, count: int) -> np.ndarray:
     if len(values) == count:
         return values
-    if len(values) == 0:
-        return np.zeros(count, dtype=values.dtype)
     out = np.empty(count, dtype=values.dtype)
     out[: len(values)] = values
     out[len(values) :] = values[-1]

@@ -20,7 +20,11 @@ from aotc.hlo.ir import Instruction, PadDim
 
 @translates("Const")
 def const(ctx: TranslationContext, node: Node) -> Instruction:
-    return ctx.builder.constant(node.tensor_attr("value"))
+    value = node.tensor_attr("value")
+    if value.size > 1 and not any(value.strides):  # a splat stays symbolic: broadcast(scalar)
+        scalar = ctx.builder.constant(value[(0,) * value.ndim])
+        return ctx.builder.broadcast(scalar, value.shape, ())
+    return ctx.builder.constant(value)
 
 
 @translates("Identity", "StopGradient", "Snapshot", "PreventGradient")

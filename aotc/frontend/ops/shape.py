@@ -15,7 +15,8 @@ from aotc.frontend.node import Node
 from aotc.frontend.ops.array import constant_ints, reshape_if_needed
 from aotc.frontend.ops.registry import translates
 from aotc.frontend.translate import TranslationContext
-from aotc.hlo.ir import Instruction
+from aotc.hlo.ir import Instruction, Opcode
+from aotc.hlo.shape import PrimitiveType, Shape
 
 
 def _out_type(node: Node) -> np.dtype:
@@ -65,7 +66,12 @@ def ones_like(ctx: TranslationContext, node: Node, x: Instruction) -> Instructio
     return ctx.splat(1, x)
 
 
-@translates("Range", note="constant start, limit and delta; folded to a constant")
+# Longer ranges stay symbolic (an iota scaled and shifted, as tf2xla lowers Range) instead of
+# a constant: Range(0, 5e8) must not cost gigabytes of compile memory.
+_LONGEST_CONSTANT_RANGE = 1 << 16
+
+
+@translates("Range", note="constant start, limit and delta")
 def range_op(
     ctx: TranslationContext, node: Node, start: Instruction, limit: Instruction, delta: Instruction
 ) -> Instruction:
@@ -73,18 +79,28 @@ def range_op(
     first, stop, step = (
         ctx.constant_value(v, "Range input").reshape(()) for v in (start, limit, delta)
     )
-    return ctx.builder.constant(range_values(first, stop, step, dtype))
+    count = range_count(first, stop, step, dtype)
+    if count <= _LONGEST_CONSTANT_RANGE:
+        return ctx.builder.constant(range_values(first, stop, step, dtype))
+    b, ptype = ctx.builder, PrimitiveType.from_numpy(dtype)
+    steps = b.iota(Shape(ptype, (count,)), 0)
+    scale, shift = (b.broadcast(b.constant(v, ptype), (count,), ()) for v in (step, first))
+    return b.binary(Opcode.ADD, b.binary(Opcode.MULTIPLY, steps, scale), shift)
+
+
+def range_count(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, dtype: np.dtype) -> int:
+    """TF's element count of Range(start, limit, delta); empty or endless ranges are errors."""
+    finite = all(np.isfinite(v) for v in (start, limit, delta))
+    if not finite or delta == 0 or (delta > 0 and start > limit) or (delta < 0 and start < limit):
+        raise ShapeError(f"Range({start}, {limit}, {delta}) is empty or endless")
+    if dtype.kind in "iu":
+        return (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
+    return math.ceil(abs((float(limit) - float(start)) / float(delta)))
 
 
 def range_values(
     start: np.ndarray, limit: np.ndarray, delta: np.ndarray, dtype: np.dtype
 ) -> np.ndarray:
     """TF's Range: ``start + i * delta`` for ``i`` below TF's element count."""
-    if delta == 0 or (delta > 0 and start > limit) or (delta < 0 and start < limit):
-        raise ShapeError(f"Range({start}, {limit}, {delta}) is empty or endless")
-    if dtype.kind in "iu":
-        count = (abs(int(limit) - int(start)) + abs(int(delta)) - 1) // abs(int(delta))
-    else:
-        count = math.ceil(abs((float(limit) - float(start)) / float(delta)))
-    steps = np.arange(count, dtype=dtype)
+    steps = np.arange(range_count(start, limit, delta, dtype), dtype=dtype)
     return (np.asarray(start, dtype) + steps * np.asarray(delta, dtype)).astype(dtype)
