@@ -26,7 +26,7 @@ import numpy as np
 from aotc.abi import ALIGN
 from aotc.codegen.compile import CompiledModel
 from aotc.codegen.interface import TensorInfo
-from aotc.codegen.target import create_target_machine, resolve_target
+from aotc.codegen.target import TargetSpec, create_target_machine, resolve_target
 from aotc.errors import ArgumentError, CodegenError
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -118,12 +118,35 @@ def _pointers(arrays: Sequence[np.ndarray]) -> ctypes.Array[ctypes.c_void_p]:
 
 
 def _check_host_target(model: CompiledModel) -> None:
-    host = resolve_target(type(model.target)())
-    if model.target.triple.split("-")[0] != host.triple.split("-")[0]:
+    """Refuse code this process cannot run: another architecture, OS or ABI (calling
+    convention), or cpu features the host lacks (an illegal instruction at the first call)."""
+    host, target = resolve_target(type(model.target)()), model.target
+    problem = _host_mismatch(host, target)
+    if problem:
         raise CodegenError(
-            f"{model.name} was compiled for {model.target.triple}; the JIT runs only code "
-            f"for this machine ({host.triple}): compile for the host target"
+            f"{model.name} was compiled for {target.triple} (cpu {target.cpu}); the JIT runs "
+            f"only code for this machine ({host.triple}, cpu {host.cpu}): {problem}; compile "
+            "for the host target, or use `aotc compile` to cross-compile"
         )
+
+
+def _host_mismatch(host: TargetSpec, target: TargetSpec) -> str | None:
+    if _triple_parts(target.triple) != _triple_parts(host.triple):
+        return "another architecture, OS or ABI"
+    if target.cpu not in (host.cpu, "generic", "x86-64"):
+        return f"cpu '{target.cpu}' may imply features this machine lacks"
+    host_features = {f for f in host.features.split(",") if f.startswith("+")}
+    missing = sorted({f for f in target.features.split(",") if f.startswith("+")} - host_features)
+    return f"this machine lacks {','.join(missing)}" if missing else None
+
+
+def _triple_parts(triple: str) -> tuple[str, ...]:
+    """Architecture, OS and environment: the vendor field ("unknown", "pc") does not matter,
+    and may be left out ("x86_64-linux-gnu")."""
+    parts = triple.split("-")
+    if len(parts) >= 4 or (len(parts) == 3 and parts[1] in ("unknown", "pc", "apple", "none")):
+        parts = [parts[0], *parts[2:]]
+    return tuple(parts)
 
 
 def _create_engine(model: CompiledModel) -> llvm.ExecutionEngine:

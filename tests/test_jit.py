@@ -10,6 +10,7 @@ import pytest
 from fixtures import assert_close, fixture_names, load_fixture
 
 from aotc.codegen.compile import CompiledModel
+from aotc.codegen.target import TargetSpec, resolve_target
 from aotc.driver import TargetOverrides, compile_graph
 from aotc.errors import ArgumentError, CodegenError
 from aotc.jit import ALIGN, JitModel, aligned_empty
@@ -73,6 +74,32 @@ def test_cross_compiled_model_is_refused() -> None:
     model = compile_graph(fixture.graph, fixture.config, cross)
     with pytest.raises(CodegenError, match="aarch64"):
         JitModel.from_compiled(model)
+
+
+@pytest.mark.parametrize(
+    ("triple", "cpu", "needle"),
+    [
+        ("x86_64-pc-windows-msvc", "host", "another architecture, OS or ABI"),  # it segfaulted
+        ("x86_64-unknown-linux-musl", "host", "another architecture, OS or ABI"),
+        ("host", "other", "may imply features"),
+    ],
+)
+def test_jit_refuses_code_for_another_os_abi_or_cpu(triple: str, cpu: str, needle: str) -> None:
+    host = resolve_target(TargetSpec())
+    if cpu == "other":
+        cpu = "haswell" if host.cpu != "haswell" else "skylake"
+    fixture = load_fixture("matmul")
+    model = compile_graph(fixture.graph, fixture.config, TargetOverrides(triple, cpu, None))
+    with pytest.raises(CodegenError, match=needle):
+        JitModel.from_compiled(model)
+
+
+def test_jit_accepts_the_host_spelled_without_vendor() -> None:
+    host = resolve_target(TargetSpec())
+    arch, *_, os_name, env = host.triple.split("-")
+    fixture = load_fixture("matmul")
+    model = compile_graph(fixture.graph, fixture.config, TargetOverrides(f"{arch}-{os_name}-{env}"))
+    JitModel.from_compiled(model)  # no error
 
 
 def test_aligned_empty() -> None:
