@@ -227,8 +227,26 @@ def _read_text(path: Path) -> str:
         raise InputFileError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
+_MAX_YAML_DEPTH = 64  # a config nests 3 levels; PyYAML composes nested nodes recursively
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys instead of keeping the last one silently."""
+    """SafeLoader that rejects duplicate keys instead of keeping the last one silently, and
+    nesting deeper than any config needs before it could exhaust Python's stack."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > _MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {_MAX_YAML_DEPTH} levels",
+                    self.peek_event().start_mark,
+                )  # fmt: skip
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[object] = set()
@@ -245,7 +263,13 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def _load_yaml(text: str, source: str) -> object:
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # it reads ahead: a bad character can fail here already
+    except yaml.reader.ReaderError as e:
+        raise ConfigError(
+            f"{source}: character {e.position + 1}: YAML syntax error: {e.reason} "
+            f"(#x{e.character:04x}); remove the control character"
+        ) from None
     try:
         return loader.get_single_data()
     except yaml.MarkedYAMLError as e:

@@ -258,6 +258,8 @@ BAD_CONFIGS = {
     "fetch is a feed": ("feeds: [x]\nfetches: [x]\n", ["fetches[0]", "also a feed"]),
     "duplicate key": ("feeds: [x]\nfeeds: [x]\n", ["duplicate key 'feeds'"]),
     "yaml syntax": ("feeds: [x\nfetches: y\n", ["bad.yaml:", "YAML syntax error"]),
+    "control character": ("name: a\x01b\n", ["bad.yaml: character 8", "#x0001"]),
+    "nested 5000 deep": ("feeds: " + "[" * 5000 + "]" * 5000 + "\n", ["nested deeper than 64"]),
     "feed not in graph": ("feeds: [{name: nope, shape: [1]}]\n", ["feeds[0]", "nope"]),
     "fetch output index": ("fetches: ['x:4']\n", ["fetches[0]", "x:4"]),
     "huge config shape": (

@@ -376,9 +376,15 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
     return _Parser(text, source).module()
 
 
+# Tuple shapes nest a few levels in practice; the parser and everything that walks a shape
+# recurse once per level, so deeper nesting is refused before it can exhaust the stack.
+MAX_TUPLE_NESTING = 64
+
+
 class _Parser:
     def __init__(self, text: str, source: str) -> None:
         self.cur = _Cursor(text, source)
+        self._tuple_depth = 0
 
     # ---- module and computations -------------------------------------------------------------
 
@@ -592,7 +598,13 @@ class _Parser:
 
     def shape(self) -> AnyShape:
         if self.cur.accept(_punct("(")):
-            return TupleShape(tuple(self._sequence(self.shape, ")")))
+            if self._tuple_depth == MAX_TUPLE_NESTING:
+                raise self.cur.error(f"tuple shape nested deeper than {MAX_TUPLE_NESTING} levels")
+            self._tuple_depth += 1
+            try:
+                return TupleShape(tuple(self._sequence(self.shape, ")")))
+            finally:
+                self._tuple_depth -= 1
         match = self.cur.expect(_ARRAY_SHAPE, "a shape")
         dtype = _DTYPES.get(match[1])
         if dtype is None:
