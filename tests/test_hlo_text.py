@@ -507,7 +507,7 @@ ERRORS = {
     "empty": ("  // nothing\n", r"<hlo>:2:1: expected a computation"),
     "tuple nested 3000 deep": (  # was a RecursionError
         "ENTRY e {\n  ROOT p = " + "(" * 3000 + "f32[]" + ")" * 3000 + " parameter(0)\n}",
-        r"<hlo>:2:76: tuple shape nested deeper than 64 levels",
+        r"<hlo>:2:77: tuple shape nested deeper than 64 levels",
     ),
 }
 
