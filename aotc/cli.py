@@ -204,7 +204,8 @@ def source_options(
     "-c",
     "--config",
     type=click.Path(dir_okay=False),
-    help="YAML config (feeds, fetches, target). Default: GRAPH's .yaml if present.",
+    help="Config: YAML (feeds, fetches, target), or a tfcompile config (*.config.pbtxt, "
+    "*.config.pb). Default: GRAPH's .yaml if present.",
 )
 @click.option(
     "-o",
@@ -326,8 +327,9 @@ def ops(fmt: str) -> None:
 @click.option(
     "--emit-config",
     type=click.Path(dir_okay=False),
-    metavar="FILE.yaml",
-    help="Write a starting config (Placeholders as feeds, candidate outputs as fetches).",
+    metavar="FILE",
+    help="Write a starting config (Placeholders as feeds, candidate outputs as fetches): "
+    "YAML, or tfcompile's format for FILE.config.pbtxt (text) and FILE.config.pb (binary).",
 )
 @click.option("--force", is_flag=True, help="Let --emit-config overwrite an existing file.")
 @verbose_option("List every node of each unsupported op (default: the first 5).")
@@ -365,7 +367,7 @@ def inspect_command(
     "-c",
     "--config",
     type=click.Path(dir_okay=False),
-    help="YAML config (feeds, fetches). Default: GRAPH's .yaml if present.",
+    help="Config: YAML or tfcompile (*.config.pbtxt, *.config.pb). Default: GRAPH's .yaml.",
 )
 @click.option(
     "-i",

@@ -23,18 +23,29 @@ from aotc.frontend.tensor import SUPPORTED_DTYPES
 
 @dataclass(frozen=True)
 class Feed:
-    """A model input: a tensor of the graph, with an optional static shape and dtype."""
+    """A model input: a tensor of the graph, with an optional static shape and dtype.
+
+    ``c_name`` names it in the C interface (default: the tensor's name); ``origin`` says where
+    the config declares it (``model.config.pbtxt:3: feed[0]``) for error messages.
+    """
 
     ref: TensorRef
     shape: tuple[int, ...] | None = None
     dtype: np.dtype | None = None
+    c_name: str | None = None
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
 class Fetch:
-    """A model output: a tensor of the graph."""
+    """A model output: a tensor of the graph; ``shape``/``dtype``, when given, are checked
+    against what the graph computes (-1: any size). ``c_name``, ``origin``: as for feeds."""
 
     ref: TensorRef
+    c_name: str | None = None
+    shape: tuple[int, ...] | None = None
+    dtype: np.dtype | None = None
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,11 @@ _TARGET_KEYS = ("triple", "cpu", "features")
 
 
 def load_config(path: str | Path) -> Config:
-    """Read and validate a YAML config file."""
+    """Read and validate a YAML config file, or a tfcompile config (``*.pbtxt``, ``*.pb``)."""
+    from aotc.tf2xla_config import is_tf2xla_config, load_tf2xla_config  # it imports this
+
+    if is_tf2xla_config(path):
+        return load_tf2xla_config(path)
     source = str(path)
     return parse_config(_load_yaml(_read_text(Path(path)), source), source)
 

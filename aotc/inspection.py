@@ -23,6 +23,7 @@ from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import lookup
 from aotc.frontend.signature import PLACEHOLDER_OPS, inferred_fetches, model_stem
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto
+from aotc.tf2xla_config import is_tf2xla_config, tf2xla_config, tf2xla_text
 
 # Ops that are never translated themselves: feeds become parameters, NoOps carry no value.
 _NOT_TRANSLATED = PLACEHOLDER_OPS | {"NoOp"}
@@ -199,8 +200,31 @@ def _yaml_string(text: str) -> str:
     return json.dumps(text)
 
 
+def starting_tf2xla_config(summary: GraphSummary, binary: bool = False) -> bytes:
+    """``starting_config`` as a tfcompile config: text proto, or binary when ``binary``.
+    Unknown dims stay -1 (and unknown ranks ``unknown_rank``): loading the file asks for them."""
+    feeds = [(p.name, p.dtype, p.shape) for p in summary.placeholders]
+    proto = tf2xla_config(feeds, summary.outputs)
+    if binary:
+        return proto.SerializeToString(deterministic=True)
+    unknown = [p.name for p in summary.placeholders if p.shape is None or -1 in p.shape]
+    comments = [
+        "Text form of tensorflow.tf2xla.Config proto.",
+        f"Starting config for {Path(summary.path).name}, written by 'aotc inspect'.",
+    ]
+    comments += [f"feed '{name}': give the unknown dims of its shape" for name in unknown]
+    if not summary.outputs:
+        comments.append("no candidate outputs found: add fetch { id { node_name: ... } }")
+    return tf2xla_text(proto, comments).encode()
+
+
 def emit_config(summary: GraphSummary, path: str | Path, overwrite: bool = False) -> None:
-    """Write ``starting_config(summary)`` to ``path`` atomically; never clobber by accident."""
+    """Write the starting config to ``path`` atomically, never clobbering by accident: a
+    tfcompile config for ``*.pbtxt`` (text) and ``*.pb`` (binary), else YAML."""
     if Path(path).exists() and not overwrite:
         raise OutputError(f"{path}: already exists; pass --force to overwrite it")
-    write_atomically(path, starting_config(summary).encode())
+    if is_tf2xla_config(path):
+        data = starting_tf2xla_config(summary, binary=Path(path).suffix.lower() == ".pb")
+    else:
+        data = starting_config(summary).encode()
+    write_atomically(path, data)

@@ -11,7 +11,7 @@ Explicit config entries win; what the config leaves out is inferred from the gra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -49,10 +49,24 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class FetchSpec:
-    """One result; its dtype and shape are known only after translation."""
+    """One result; its dtype and shape are known only after translation, where the config's
+    ``shape``/``dtype`` (if any) are checked; ``label`` names the fetch in that error."""
 
     name: str
     ref: TensorRef
+    shape: tuple[int, ...] | None = None
+    dtype: np.dtype | None = None
+    label: str = field(default="", compare=False)  # for messages only
+
+    def check(self, dtype: np.dtype, dims: tuple[int, ...]) -> None:
+        """ConfigError unless the computed ``dtype[dims]`` is what the config declares."""
+        wrong_dtype = self.dtype is not None and self.dtype != dtype
+        if wrong_dtype or (self.shape is not None and not _compatible(self.shape, dims)):
+            declared = f"{self.dtype or dtype}{_dims(self.shape) if self.shape else ''}"
+            raise ConfigError(
+                f"{self.label}: the config declares {declared} but the graph computes "
+                f"{dtype}{_dims(dims)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -83,12 +97,12 @@ def resolve_signature(
     where = _Where(config, graph)
     fetch_list = list(config.fetches) or inferred_fetches(graph)
     fetches = tuple(
-        _fetch_spec(graph, f, where.entry("fetches", i, f.ref, bool(config.fetches)))
+        _fetch_spec(graph, f, where.entry("fetches", i, f, bool(config.fetches)))
         for i, f in enumerate(fetch_list)
     )
     feed_list = list(config.feeds) or _inferred_feeds(graph, fetches)
     feeds = tuple(
-        _feed_spec(graph, f, where.entry("feeds", i, f.ref, bool(config.feeds)))
+        _feed_spec(graph, f, where.entry("feeds", i, f, bool(config.feeds)))
         for i, f in enumerate(feed_list)
     )
     _check_all_placeholders_fed(graph, feeds, fetches, where)
@@ -103,11 +117,14 @@ class _Where:
         self.config_path = config.path
         self.graph_path = graph.path
 
-    def entry(self, key: str, index: int, ref: TensorRef, from_config: bool) -> str:
-        """``model.yaml: feeds[0] 'x'`` for config entries, ``model.pb: feed 'x'`` else."""
+    def entry(self, key: str, index: int, entry: Feed | Fetch, from_config: bool) -> str:
+        """``model.yaml: feeds[0] 'x'`` for config entries (or the entry's own origin),
+        ``model.pb: feed 'x'`` else."""
+        if entry.origin:
+            return f"{entry.origin} '{entry.ref}'"
         if from_config and self.config_path:
-            return f"{self.config_path}: {key}[{index}] '{ref}'"
-        return f"{self.graph_path}: {_SINGULAR[key]} '{ref}'"
+            return f"{self.config_path}: {key}[{index}] '{entry.ref}'"
+        return f"{self.graph_path}: {_SINGULAR[key]} '{entry.ref}'"
 
 
 def inferred_fetches(graph: Graph) -> list[Fetch]:
@@ -140,7 +157,7 @@ def _inferred_feeds(graph: Graph, fetches: tuple[FetchSpec, ...]) -> list[Feed]:
 
 def _fetch_spec(graph: Graph, fetch: Fetch, label: str) -> FetchSpec:
     _node_for(graph, fetch.ref, label)
-    return FetchSpec(str(fetch.ref), fetch.ref)
+    return FetchSpec(fetch.c_name or str(fetch.ref), fetch.ref, fetch.shape, fetch.dtype, label)
 
 
 def _node_for(graph: Graph, ref: TensorRef, label: str) -> Node:
@@ -157,7 +174,7 @@ def _feed_spec(graph: Graph, feed: Feed, label: str) -> TensorSpec:
     node = _node_for(graph, feed.ref, label)
     dtype = _feed_dtype(node, feed, label)
     shape = _feed_shape(node, feed, label)
-    return TensorSpec(str(feed.ref), feed.ref, dtype, shape)
+    return TensorSpec(feed.c_name or str(feed.ref), feed.ref, dtype, shape)
 
 
 def _feed_dtype(node: Node, feed: Feed, label: str) -> np.dtype:

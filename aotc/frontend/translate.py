@@ -134,6 +134,8 @@ def translate_graph(graph: Graph, signature: Signature, notes: list[str] | None 
     for node in nodes:
         _translate_node(ctx, graph, node, values)
     results = [_value_of(values, graph, f.ref, "fetch") for f in signature.fetches]
+    for spec, value in zip(signature.fetches, results, strict=True):
+        spec.check(value.array_shape.dtype.numpy, value.array_shape.dims)
     return mb.build(ctx.builder.build(ctx.builder.tuple(results)))
 
 

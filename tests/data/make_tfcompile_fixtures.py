@@ -21,6 +21,8 @@ variables, ``control_dependencies``), not through ``tf.function``. Writes under
 * ``effects_print.pb``: ``y = x * 2`` ordered after a group of a ``PrintV2``, a queue
   enqueue and a ``WriteFile`` (never run here: only the graph is written).
 * ``effects_assert.pb``: ``diff = x - y`` ordered after an ``Assert(all(x == y))``.
+* ``mlp.config.pb``: ``configs/mlp.config.pbtxt`` read and written in binary by TensorFlow's
+  own ``tf2xla_pb2``.
 
 Each ``NAME.pb`` has an aotc config ``NAME.yaml``; ``NAME.npz`` holds inputs and TensorFlow's
 outputs (``arg0..``, ``result0..``) where TensorFlow can run the graph.
@@ -41,7 +43,8 @@ import tensorflow as tf  # noqa: E402
 from make_fixtures import write_npz  # noqa: E402
 
 v1 = tf.compat.v1
-OUT_DIR = Path(__file__).resolve().parent / "tfcompile"
+REPO = Path(__file__).resolve().parents[2]
+OUT_DIR = REPO / "tests" / "data" / "tfcompile"
 
 
 def graph_def(graph: tf.Graph) -> tf.compat.v1.GraphDef:
@@ -151,12 +154,27 @@ def make_effect_fixtures() -> None:
     write("effects_assert", graph_def(g), yaml, {"arg0": x, "arg1": x, "result0": diff})
 
 
+# --------------------------------------------------------------------------- configs
+
+
+def make_config_fixtures() -> None:
+    """``mlp.config.pb``: configs/mlp.config.pbtxt parsed and written by TensorFlow's own
+    tf2xla proto, so aotc's schema is checked against TensorFlow's in both directions."""
+    from google.protobuf import text_format
+    from tensorflow.compiler.tf2xla import tf2xla_pb2
+
+    text = (REPO / "configs" / "mlp.config.pbtxt").read_text()
+    config = text_format.Parse(text, tf2xla_pb2.Config())
+    (OUT_DIR / "mlp.config.pb").write_bytes(config.SerializeToString(deterministic=True))
+
+
 def main() -> int:
     OUT_DIR.mkdir(exist_ok=True)
     make_variable_fixtures()
     make_effect_fixtures()
+    make_config_fixtures()
     for path in sorted(OUT_DIR.iterdir()):
-        print(path.relative_to(OUT_DIR.parent.parent.parent), path.stat().st_size)
+        print(path.relative_to(REPO), path.stat().st_size)
     return 0
 
 
