@@ -759,3 +759,22 @@ def test_bad_targets_raise_codegen_errors(spec: TargetSpec, message: str) -> Non
 def test_32_bit_x86_defaults_to_sse2_as_clang_does() -> None:
     model = compile_hlo(_SMALL, target=TargetSpec("i686-unknown-linux-gnu"))[1]
     assert model.target.cpu == "pentium4"
+
+
+def test_power_special_values_agree_with_the_evaluator() -> None:
+    """Every pair of special values: the compiled pow (C's) and the evaluator agree."""
+    specials = [-np.inf, -2.5, -2, -1, -0.5, -0.0, 0.0, 0.5, 1, 2, 2.5, np.inf, np.nan]
+    base, power = (g.ravel() for g in np.meshgrid(*[np.array(specials, np.float32)] * 2))
+    n = base.size
+    check(
+        f"""HloModule m
+ENTRY main {{
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  p = f32[{n}] power(x, y)
+  ROOT t = (f32[{n}]) tuple(p)
+}}""",
+        base,
+        power,
+        rtol=1e-6,
+    )

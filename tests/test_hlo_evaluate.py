@@ -33,6 +33,7 @@ from aotc.hlo.ir import (
     WindowDim,
 )
 from aotc.hlo.shape import AnyShape, PrimitiveType, Shape
+from aotc.hlo.text import parse_module
 from aotc.hlo.verify import verify_module
 
 pytestmark = pytest.mark.filterwarnings("error")  # overflow, invalid, ... must stay silent
@@ -282,6 +283,18 @@ def test_float_power_and_atan2() -> None:
     x, y = f32(2, 1, np.nan, -8, 4), f32(0.5, np.nan, 0, 1 / 3, -1)
     expected = f32(np.sqrt(np.float32(2)), 1, 1, np.nan, 0.25)  # C pow: pow(1, nan) == 1, ...
     assert_same(run_binary(Opcode.POWER, x, y), expected)
+    # C's and XLA's pow(-inf, 0.5) is +inf; numpy's gives NaN when the exponent is a
+    # broadcast scalar 0.5 (it takes a sqrt shortcut).
+    half = parse_module(
+        """ENTRY e {
+  x = f32[4] parameter(0)
+  h = f32[] constant(0.5)
+  hb = f32[4] broadcast(h), dimensions={}
+  ROOT p = f32[4] power(x, hb)
+}"""
+    )
+    got = evaluate(half, [f32(-np.inf, np.inf, 4, -4)])
+    assert_same(got, f32(np.inf, np.inf, 2, np.nan))
     a, b = f32(1, -1, 0), f32(-1, -1, -1)
     assert_same(run_binary(Opcode.ATAN2, a, b), np.arctan2(a, b))
 

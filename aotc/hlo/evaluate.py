@@ -284,7 +284,11 @@ def _int_min_by_minus_one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":
-        return np.power(_widen(a), _widen(b))  # C pow: pow(1, y) == pow(x, 0) == 1, even NaN
+        x, y = _widen(a), _widen(b)
+        result = np.power(x, y)  # C pow: pow(1, y) == pow(x, 0) == 1, even NaN
+        # C (and XLA, which calls it) gives pow(-inf, y) = +inf for y > 0 not an integer,
+        # where numpy gives NaN.
+        return np.where((x == -np.inf) & (y > 0) & (np.floor(y) != y), np.inf, result)
     if a.dtype == np.bool_:
         return a | ~b
     return _integer_power(a, b)
