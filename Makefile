@@ -6,7 +6,7 @@ AOTC   := $(VENV)/bin/aotc
 CC     ?= cc
 JOBS   ?= 2
 
-.PHONY: install test demo protos docs lint clean bench bench-env
+.PHONY: install test demo protos docs lint clean bench bench-env fuzz
 
 install: $(VENV)/.installed
 
@@ -23,6 +23,13 @@ demo: install
 	$(AOTC) compile examples/mlp/mlp.pb -c examples/mlp/mlp.yaml -o build/mlp
 	$(CC) -O2 -Wall examples/mlp/main.c build/mlp.o -Ibuild -lm -o build/mlp_demo
 	./build/mlp_demo
+
+# Fuzzing (not a test): tools/fuzz for FUZZ_MINUTES, new findings minimized into tests/data/fuzz.
+FUZZ_MINUTES ?= 30
+FUZZ_ARGS ?=
+
+fuzz: install
+	$(PY) -m tools.fuzz --minutes $(FUZZ_MINUTES) $(FUZZ_ARGS)
 
 protos: install
 	$(PY) tools/gen_protos.py
