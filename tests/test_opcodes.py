@@ -28,6 +28,23 @@ from aotc.hlo.verify import verify_module
 
 _ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}"
 _FUSED = "fused {\n  fp = f32[2,3] parameter(0)\n  ROOT e = f32[2,3] exponential(fp)\n}"
+_NEGATE = "negated {\n  np = f32[2,3] parameter(0)\n  ROOT n = f32[2,3] negate(np)\n}"
+# A while carry (s32 counter, value): three iterations of value * 2.
+_BELOW_3 = """below3 {
+  cond_in = (s32[], f32[2,3]) parameter(0)
+  cond_i = s32[] get-tuple-element(cond_in), index=0
+  three = s32[] constant(3)
+  ROOT below = pred[] compare(cond_i, three), direction=LT
+}"""
+_TWICE = """twice {
+  body_in = (s32[], f32[2,3]) parameter(0)
+  body_i = s32[] get-tuple-element(body_in), index=0
+  one = s32[] constant(1)
+  next = s32[] add(body_i, one)
+  body_x = f32[2,3] get-tuple-element(body_in), index=1
+  doubled = f32[2,3] add(body_x, body_x)
+  ROOT body_out = (s32[], f32[2,3]) tuple(next, doubled)
+}"""
 
 _EXPLICIT: dict[Opcode, str] = {
     Opcode.PARAMETER: "ROOT r = f32[2,3] parameter(0)",
@@ -66,6 +83,16 @@ _EXPLICIT: dict[Opcode, str] = {
     "ROOT r = f32[2,3] get-tuple-element(t), index=1",
     Opcode.TUPLE: "x = f32[2,3] parameter(0)\ny = s32[] parameter(1)\n"
     "ROOT r = (f32[2,3], s32[]) tuple(x, y)",
+    Opcode.DYNAMIC_SLICE: "x = f32[5,3] parameter(0)\ni = s32[] parameter(1)\n"
+    "ROOT r = f32[2,2] dynamic-slice(x, i, i), dynamic_slice_sizes={2,2}",
+    Opcode.DYNAMIC_UPDATE_SLICE: "x = f32[5,3] parameter(0)\nu = f32[2,3] parameter(1)\n"
+    "i = s32[] parameter(2)\nROOT r = f32[5,3] dynamic-update-slice(x, u, i, i)",
+    Opcode.CALL: "x = f32[2,3] parameter(0)\nROOT r = f32[2,3] call(x), to_apply=fused",
+    Opcode.CONDITIONAL: "p = pred[] parameter(0)\nx = f32[2,3] parameter(1)\n"
+    "ROOT r = f32[2,3] conditional(p, x, x), true_computation=fused, false_computation=negated",
+    Opcode.WHILE: "z = s32[] constant(0)\nx = f32[2,3] parameter(0)\n"
+    "c = (s32[], f32[2,3]) tuple(z, x)\n"
+    "ROOT r = (s32[], f32[2,3]) while(c), condition=below3, body=twice",
 }
 
 _SAMPLE_TYPE = {ElementTypes.NOT_FLOAT: "s32"}
@@ -87,7 +114,8 @@ SAMPLES: dict[Opcode, str] = {
 
 def _module_text(opcode: Opcode) -> str:
     body = "\n  ".join(SAMPLES[opcode].splitlines())
-    return f"HloModule m\n\n{_ADD}\n\n{_FUSED}\n\nENTRY main {{\n  {body}\n}}\n"
+    callees = "\n\n".join([_ADD, _FUSED, _NEGATE, _BELOW_3, _TWICE])
+    return f"HloModule m\n\n{callees}\n\nENTRY main {{\n  {body}\n}}\n"
 
 
 # ---- the table -------------------------------------------------------------------------------

@@ -452,6 +452,20 @@ class GatherAttrs:
 
 
 @dataclass(frozen=True)
+class DynamicSliceAttrs:
+    """``dynamic_slice_sizes={...}``: the size of the slice in every operand dimension."""
+
+    sizes: tuple[int, ...]
+
+    def to_text(self) -> list[str]:
+        return [f"dynamic_slice_sizes={int_list_text(self.sizes)}"]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> DynamicSliceAttrs:
+        return cls(a.need("dynamic_slice_sizes", int_list))
+
+
+@dataclass(frozen=True)
 class FusionAttrs:
     kind: str  # kLoop, kInput, kOutput
 
@@ -480,6 +494,7 @@ Attributes = (
     | ConvAttrs
     | ReduceWindowAttrs
     | GatherAttrs
+    | DynamicSliceAttrs
     | FusionAttrs
 )
 

@@ -15,6 +15,7 @@ from aotc.hlo.ir import (
     ConvAttrs,
     Dimensions,
     DotDims,
+    DynamicSliceAttrs,
     GatherAttrs,
     Instruction,
     IotaAttrs,
@@ -73,9 +74,11 @@ class ComputationBuilder:
         attrs: Attrs = None,
         name: str | None = None,
         literal: np.ndarray | None = None,
+        called: Sequence[Computation] = (),
     ) -> Instruction:
         unique = self.names.get(name or opcode.value)
-        return self.add(Instruction(unique, opcode, shape, list(operands), attrs, literal))
+        inst = Instruction(unique, opcode, shape, list(operands), attrs, literal, list(called))
+        return self.add(inst)
 
     # ---- leaves ------------------------------------------------------------------------------
 
@@ -166,6 +169,20 @@ class ComputationBuilder:
         out = si.infer_gather_shape(operand.array_shape, indices.array_shape, attrs)
         return self._new(Opcode.GATHER, out, [operand, indices], attrs)
 
+    def dynamic_slice(
+        self, x: Instruction, starts: Sequence[Instruction], sizes: Sequence[int]
+    ) -> Instruction:
+        out = si.infer_dynamic_slice_shape(x.array_shape, [i.shape for i in starts], sizes)
+        attrs = DynamicSliceAttrs(tuple(sizes))
+        return self._new(Opcode.DYNAMIC_SLICE, out, [x, *starts], attrs)
+
+    def dynamic_update_slice(
+        self, x: Instruction, update: Instruction, starts: Sequence[Instruction]
+    ) -> Instruction:
+        indices = [i.shape for i in starts]
+        out = si.infer_dynamic_update_slice_shape(x.array_shape, update.array_shape, indices)
+        return self._new(Opcode.DYNAMIC_UPDATE_SLICE, out, [x, update, *starts])
+
     # ---- contractions and reductions ---------------------------------------------------------
 
     def dot(self, a: Instruction, b: Instruction, dims: DotDims) -> Instruction:
@@ -217,6 +234,28 @@ class ComputationBuilder:
     def get_tuple_element(self, t: Instruction, index: int) -> Instruction:
         shape = si.infer_get_tuple_element_shape(t.shape, index)
         return self._new(Opcode.GET_TUPLE_ELEMENT, shape, [t], TupleIndex(index))
+
+    # ---- control flow ------------------------------------------------------------------------
+
+    def call(self, operands: Sequence[Instruction], to_apply: Computation) -> Instruction:
+        shape = si.infer_call_shape([o.shape for o in operands], to_apply)
+        return self._new(Opcode.CALL, shape, operands, called=[to_apply])
+
+    def while_loop(
+        self, carry: Instruction, condition: Computation, body: Computation
+    ) -> Instruction:
+        shape = si.infer_while_shape(carry.shape, condition, body)
+        return self._new(Opcode.WHILE, shape, [carry], called=[condition, body])
+
+    def conditional(
+        self,
+        selector: Instruction,
+        operands: Sequence[Instruction],
+        branches: Sequence[Computation],
+    ) -> Instruction:
+        """Branch i on operand i; a pred selector picks branch 0 (true) or 1 (false)."""
+        shape = si.infer_conditional_shape(selector.shape, [o.shape for o in operands], branches)
+        return self._new(Opcode.CONDITIONAL, shape, [selector, *operands], called=branches)
 
 
 class ModuleBuilder:

@@ -12,7 +12,7 @@ Integer arithmetic wraps. f16 math is done in f32 and rounded back, as XLA's eva
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from functools import partial
 from typing import Any
 
@@ -27,6 +27,7 @@ from aotc.hlo.ir import (
     ConvAttrs,
     Dimensions,
     DotDims,
+    DynamicSliceAttrs,
     GatherAttrs,
     Instruction,
     IotaAttrs,
@@ -45,8 +46,12 @@ from aotc.registry import Registry
 
 Value = Any  # an np.ndarray, or a tuple of values for tuple-shaped instructions
 Handler = Callable[[Instruction, list[Value]], Value]
+#: A computation being evaluated, or an instruction running called computations: it yields
+#: the ``Steps`` of each computation it needs run and is sent their results (see ``_drive``).
+Steps = Generator["Steps", Value, Value]
 
-#: Per opcode but parameter (whose values ``_run`` binds): how to compute its value.
+#: Per opcode but parameter (whose values ``_steps`` binds): how to compute its value. The
+#: handler of an instruction that runs called computations returns its ``Steps``.
 EVALUATORS: Registry[Opcode, Handler] = Registry("evaluator")
 handles = EVALUATORS.register  # @handles(Opcode.ADD, ...) registers fn(inst, operand_values)
 
@@ -87,6 +92,26 @@ def _run(comp: Computation, args: list[Value], batched: bool) -> Value:
     ``batched`` evaluates a scalar computation (a reducer) on equally shaped arrays at once:
     every value then carries a batch shape that the instruction shapes do not mention.
     """
+    return _drive(_steps(comp, args, batched))
+
+
+def _drive(start: Steps) -> Value:
+    """Run ``start`` and every computation it calls on an explicit stack: loops, calls and
+    conditionals nest to any depth and iterate any number of times without recursion."""
+    stack, value = [start], None
+    while stack:
+        try:
+            callee = stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            value = done.value
+            continue
+        stack.append(callee)
+        value = None
+    return value
+
+
+def _steps(comp: Computation, args: list[Value], batched: bool) -> Steps:
     params = comp.parameters
     if len(args) != len(params):
         raise ShapeError(
@@ -98,9 +123,15 @@ def _run(comp: Computation, args: list[Value], batched: bool) -> Value:
             value = _argument(comp, inst, args[parameter_number(inst)], batched)
         else:
             result = EVALUATORS[inst.opcode](inst, [values[id(o)] for o in inst.operands])
+            if isinstance(result, Generator):
+                result = yield result
             value = _fit(inst.shape, result, batched, f"{comp.name}/{inst.name}")
         values[id(inst)] = value
     return values[id(comp.root)]
+
+
+def _call(comp: Computation, args: list[Value]) -> Steps:
+    return _steps(comp, args, batched=False)
 
 
 def _argument(comp: Computation, inst: Instruction, arg: Value, batched: bool) -> Value:
@@ -431,6 +462,31 @@ def _gather_starts(operand: np.ndarray, indices: np.ndarray, g: GatherAttrs) -> 
     return np.clip(starts, 0, limits)
 
 
+def _clamped_starts(
+    dims: Sequence[int], sizes: Sequence[int], indices: Sequence[np.ndarray]
+) -> list[slice]:
+    """XLA's dynamic slicing: each start is clamped so that the slice lies inside."""
+    starts = [
+        min(max(int(i), 0), n - size) for i, n, size in zip(indices, dims, sizes, strict=True)
+    ]
+    return [slice(start, start + size) for start, size in zip(starts, sizes, strict=True)]
+
+
+@handles(Opcode.DYNAMIC_SLICE)
+def _dynamic_slice(inst: Instruction, ops: list[Value]) -> Value:
+    x, *indices = ops
+    sizes = inst.attrs_as(DynamicSliceAttrs).sizes
+    return x[tuple(_clamped_starts(x.shape, sizes, indices))]
+
+
+@handles(Opcode.DYNAMIC_UPDATE_SLICE)
+def _dynamic_update_slice(inst: Instruction, ops: list[Value]) -> Value:
+    x, update, *indices = ops
+    out = np.array(x, copy=True)
+    out[tuple(_clamped_starts(x.shape, update.shape, indices))] = update
+    return out
+
+
 @handles(Opcode.RESHAPE)
 def _reshape(inst: Instruction, ops: list[Value]) -> Value:
     return np.reshape(ops[0], _dims(inst))  # row-major
@@ -629,9 +685,30 @@ def _reduce_window(inst: Instruction, ops: list[Value]) -> Value:
 # ---- structure -------------------------------------------------------------------------------
 
 
-@handles(Opcode.FUSION)
-def _fusion(inst: Instruction, ops: list[Value]) -> Value:
-    return _run(inst.called[0], ops, batched=False)
+@handles(Opcode.FUSION, Opcode.CALL)
+def _call_handler(inst: Instruction, ops: list[Value]) -> Steps:
+    return (yield _call(inst.called[0], ops))
+
+
+@handles(Opcode.WHILE)
+def _while(inst: Instruction, ops: list[Value]) -> Steps:
+    condition, body = inst.called
+    carry = ops[0]
+    while (yield _call(condition, [carry])):
+        carry = yield _call(body, [carry])
+    return carry
+
+
+@handles(Opcode.CONDITIONAL)
+def _conditional(inst: Instruction, ops: list[Value]) -> Steps:
+    """A pred selects branch 0 when true, else 1; an index out of range the last branch."""
+    selector, *operands = ops
+    last = len(inst.called) - 1
+    if selector.dtype == np.bool_:
+        branch = 0 if selector else 1
+    else:
+        branch = int(selector) if 0 <= int(selector) <= last else last
+    return (yield _call(inst.called[branch], [operands[branch]]))
 
 
 @handles(Opcode.TUPLE)

@@ -22,6 +22,7 @@ from aotc.hlo.attrs import (
     ConvDims,
     Dimensions,
     DotDims,
+    DynamicSliceAttrs,
     FusionAttrs,
     GatherAttrs,
     IotaAttrs,
@@ -57,6 +58,7 @@ __all__ = [
     "ConvDims",
     "Dimensions",
     "DotDims",
+    "DynamicSliceAttrs",
     "FusionAttrs",
     "GatherAttrs",
     "Instruction",
@@ -83,7 +85,8 @@ _A = TypeVar("_A", bound=Attributes)
 @dataclass(eq=False)
 class Instruction:
     """One HLO instruction. ``called`` holds the computations it calls, in the order of the
-    attribute names in ``opcode.info.called`` (``to_apply``, ``calls``)."""
+    attribute names in ``opcode.info.called`` (``to_apply``; ``condition``, ``body``), or of
+    the list ``opcode.info.called_list`` names (a conditional's branches)."""
 
     name: str
     opcode: Opcode
@@ -186,15 +189,22 @@ class Module:
     def called_computations(self) -> list[Computation]:
         """Every non-entry computation reachable from the entry, callees before callers."""
         order: list[Computation] = []
-        seen: set[int] = set()
-
-        def visit(comp: Computation) -> None:
-            for inst in comp.instructions:
-                for callee in inst.called:
-                    if id(callee) not in seen:
-                        seen.add(id(callee))
-                        visit(callee)
-                        order.append(callee)
-
-        visit(self.entry)
+        seen: set[int] = {id(self.entry)}
+        stack: list[tuple[Computation, Iterator[Computation]]] = [
+            (self.entry, _callees(self.entry))
+        ]
+        while stack:  # iterative: loops nest computations arbitrarily deep
+            comp, callees = stack[-1]
+            callee = next((c for c in callees if id(c) not in seen), None)
+            if callee is None:
+                stack.pop()
+                if stack:
+                    order.append(comp)
+                continue
+            seen.add(id(callee))
+            stack.append((callee, _callees(callee)))
         return order
+
+
+def _callees(comp: Computation) -> Iterator[Computation]:
+    return (callee for inst in comp.instructions for callee in inst.called)

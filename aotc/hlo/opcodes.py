@@ -23,6 +23,7 @@ from aotc.hlo.attrs import (
     ConvAttrs,
     Dimensions,
     DotDims,
+    DynamicSliceAttrs,
     FusionAttrs,
     GatherAttrs,
     IotaAttrs,
@@ -44,7 +45,8 @@ class Category(Enum):
     DATA_MOVEMENT = "data movement"  # index remapping only
     CONTRACTION = "contraction"  # sums of products over operand dimensions
     REDUCTION = "reduction"  # folds with a called computation
-    STRUCTURE = "structure"  # tuples and calls
+    STRUCTURE = "structure"  # tuples and fusions
+    CONTROL = "control flow"  # calls, loops and conditionals: run called computations
 
 
 class ElementTypes(Enum):
@@ -62,8 +64,12 @@ class OpcodeInfo:
 
     ``arity`` is the number of operands, or the least number when ``variadic``. ``called``
     names the attributes that each name one called computation, in ``Instruction.called``
-    order (``to_apply``; a while loop would say ``("condition", "body")``). ``expensive`` work
-    must not be recomputed for every use of one element (fusion never duplicates it).
+    order (``to_apply``; ``("condition", "body")`` for a while loop). ``called_list`` names an
+    attribute that lists any number of them instead (``branch_computations={a, b, c}``); an
+    opcode with both uses the ``called`` keys when its first operand is a pred (XLA's
+    conditional: ``true_computation``/``false_computation`` on a pred, a list on an index).
+    ``expensive`` work must not be recomputed for every use of one element (fusion never
+    duplicates it).
     """
 
     category: Category
@@ -71,6 +77,7 @@ class OpcodeInfo:
     variadic: bool = False
     attrs: type[Attributes] | None = None
     called: tuple[str, ...] = ()
+    called_list: str | None = None
     expensive: bool = False
     commutative: bool = False
     operand_types: ElementTypes = ElementTypes.ANY
@@ -117,7 +124,7 @@ def _reduction(attrs: type[Attributes]) -> OpcodeInfo:
 
 
 _LEAF, _MOVE = Category.LEAF, Category.DATA_MOVEMENT
-_CONTRACT, _STRUCT = Category.CONTRACTION, Category.STRUCTURE
+_CONTRACT, _STRUCT, _CONTROL = Category.CONTRACTION, Category.STRUCTURE, Category.CONTROL
 
 
 class Opcode(Enum):
@@ -180,6 +187,10 @@ class Opcode(Enum):
     BITCAST = "bitcast", OpcodeInfo(_MOVE, 1)
     BROADCAST = "broadcast", OpcodeInfo(_MOVE, 1, attrs=Dimensions)
     CONCATENATE = "concatenate", OpcodeInfo(_MOVE, 1, variadic=True, attrs=Dimensions)
+    # operand, then one scalar start index per dimension (clamped to keep the slice inside)
+    DYNAMIC_SLICE = "dynamic-slice", OpcodeInfo(_MOVE, 1, variadic=True, attrs=DynamicSliceAttrs)
+    # operand, update, then one scalar start index per dimension (clamped likewise)
+    DYNAMIC_UPDATE_SLICE = "dynamic-update-slice", OpcodeInfo(_MOVE, 2, variadic=True)
     GATHER = "gather", OpcodeInfo(_MOVE, 2, attrs=GatherAttrs)
     PAD = "pad", OpcodeInfo(_MOVE, 2, attrs=PadAttrs)
     RESHAPE = "reshape", OpcodeInfo(_MOVE, 1)
@@ -195,6 +206,22 @@ class Opcode(Enum):
     FUSION = "fusion", OpcodeInfo(_STRUCT, 0, variadic=True, attrs=FusionAttrs, called=("calls",))
     GET_TUPLE_ELEMENT = "get-tuple-element", OpcodeInfo(_STRUCT, 1, attrs=TupleIndex)
     TUPLE = "tuple", OpcodeInfo(_STRUCT, 0, variadic=True)
+    # control flow
+    CALL = "call", OpcodeInfo(_CONTROL, 0, variadic=True, called=("to_apply",))
+    # a selector (pred: branch 0 if true, else 1; s32: that branch, out of range the last),
+    # then one operand per branch
+    CONDITIONAL = (
+        "conditional",
+        OpcodeInfo(
+            _CONTROL,
+            2,
+            variadic=True,
+            called=("true_computation", "false_computation"),
+            called_list="branch_computations",
+        ),
+    )
+    # the carry: condition(carry) -> pred[], body(carry) -> carry
+    WHILE = "while", OpcodeInfo(_CONTROL, 1, called=("condition", "body"))
 
 
 def opcodes_in(*categories: Category) -> frozenset[Opcode]:
@@ -209,6 +236,8 @@ TERNARY_ELEMENTWISE = opcodes_in(Category.TERNARY)
 ELEMENTWISE = opcodes_in(Category.UNARY, Category.BINARY, Category.TERNARY)
 #: Index remapping only: computing them per use costs an index computation and a load.
 DATA_MOVEMENT = opcodes_in(Category.DATA_MOVEMENT)
+#: Opcodes that run their called computations (zero or more times), not code of their own.
+CONTROL_FLOW = opcodes_in(Category.CONTROL)
 #: The opcodes an output fusion is built around.
 CONTRACTIONS = opcodes_in(Category.CONTRACTION)
 #: Work that must not be recomputed for one element of its value.

@@ -13,9 +13,11 @@ from aotc.errors import ShapeError
 from aotc.hlo.ir import (
     BINARY_ELEMENTWISE,
     UNARY_ELEMENTWISE,
+    Computation,
     ConvAttrs,
     Dimensions,
     DotDims,
+    DynamicSliceAttrs,
     GatherAttrs,
     Instruction,
     IotaAttrs,
@@ -258,6 +260,43 @@ def _check_gather_operand_dims(operand: Shape, g: GatherAttrs) -> None:
     )
 
 
+def _check_start_indices(opcode: Opcode, operand: Shape, indices: Sequence[AnyShape]) -> None:
+    check(
+        len(indices) == operand.rank,
+        f"{opcode.value} of {operand} needs {operand.rank} start indices, got {len(indices)}",
+    )
+    for i, index in enumerate(indices):
+        check(
+            isinstance(index, Shape) and index.rank == 0 and index.dtype.is_integral,
+            f"{opcode.value} start index {i} must be an integer scalar, got {index}",
+        )
+    check(len(set(indices)) <= 1, f"{opcode.value} start indices differ in type: {indices}")
+
+
+def infer_dynamic_slice_shape(
+    operand: Shape, indices: Sequence[AnyShape], sizes: Sequence[int]
+) -> Shape:
+    """A slice of ``sizes`` at run-time start indices (clamped, so sizes must fit)."""
+    _check_start_indices(Opcode.DYNAMIC_SLICE, operand, indices)
+    check(len(sizes) == operand.rank, f"dynamic-slice sizes {list(sizes)} for {operand}")
+    fits = all(0 <= size <= n for size, n in zip(sizes, operand.dims, strict=True))
+    check(fits, f"dynamic-slice sizes {list(sizes)} exceed {operand}")
+    return operand.with_dims(tuple(sizes))
+
+
+def infer_dynamic_update_slice_shape(
+    operand: Shape, update: Shape, indices: Sequence[AnyShape]
+) -> Shape:
+    """``operand`` with ``update`` written at run-time start indices (clamped to fit)."""
+    _check_start_indices(Opcode.DYNAMIC_UPDATE_SLICE, operand, indices)
+    check(update.dtype == operand.dtype, f"dynamic-update-slice of {update} into {operand}")
+    fits = update.rank == operand.rank and all(
+        u <= n for u, n in zip(update.dims, operand.dims, strict=True)
+    )
+    check(fits, f"dynamic-update-slice update {update} does not fit in {operand}")
+    return operand
+
+
 def infer_iota_shape(shape: Shape, dimension: int) -> Shape:
     check(0 <= dimension < shape.rank, f"iota dimension {dimension} out of range for {shape}")
     return shape
@@ -409,6 +448,58 @@ def infer_get_tuple_element_shape(t: AnyShape, index: int) -> AnyShape:
     return t.elements[index]
 
 
+# ---- control flow ----------------------------------------------------------------------------
+
+
+def _check_takes(comp: Computation, shapes: Sequence[AnyShape], what: str) -> None:
+    params = [p.shape for p in comp.parameters]
+    takes = f"{what} {comp.name} takes {_shapes(params)}"
+    check(params == list(shapes), f"{takes}, must take {_shapes(shapes)}")
+
+
+def _check_returns(comp: Computation, shape: AnyShape, what: str) -> None:
+    returns = f"{what} {comp.name} returns {comp.root.shape}"
+    check(comp.root.shape == shape, f"{returns}, must return {shape}")
+
+
+def _shapes(shapes: Sequence[AnyShape]) -> str:
+    return "(" + ", ".join(map(str, shapes)) + ")"
+
+
+def infer_call_shape(operands: Sequence[AnyShape], to_apply: Computation) -> AnyShape:
+    _check_takes(to_apply, operands, "called computation")
+    return to_apply.root.shape
+
+
+def infer_while_shape(carry: AnyShape, condition: Computation, body: Computation) -> AnyShape:
+    """The carry's shape: the condition maps it to ``pred[]``, the body to itself."""
+    _check_takes(condition, [carry], "while condition")
+    _check_returns(condition, Shape(PrimitiveType.PRED), "while condition")
+    _check_takes(body, [carry], "while body")
+    _check_returns(body, carry, "while body")
+    return carry
+
+
+def infer_conditional_shape(
+    selector: AnyShape, operands: Sequence[AnyShape], branches: Sequence[Computation]
+) -> AnyShape:
+    """Branch i takes operand i; all branches return the same shape, the result's."""
+    pred, index = Shape(PrimitiveType.PRED), Shape(PrimitiveType.S32)
+    check(selector in (pred, index), f"conditional selector must be pred[] or s32[]: {selector}")
+    check(selector != pred or len(branches) == 2, "a conditional on a pred has two branches")
+    check(len(branches) >= 1, "a conditional needs at least one branch")
+    check(
+        len(operands) == len(branches),
+        f"a conditional of {len(branches)} branches takes {len(branches)} branch operands, "
+        f"got {len(operands)}",
+    )
+    result = branches[0].root.shape
+    for i, (operand, branch) in enumerate(zip(operands, branches, strict=True)):
+        _check_takes(branch, [operand], f"branch {i}")
+        _check_returns(branch, result, f"branch {i}")
+    return result
+
+
 # ---- per instruction: the verifier's entry point ---------------------------------------------
 
 _InstRule = Callable[[Instruction], AnyShape]
@@ -538,6 +629,19 @@ def _gather_rule(inst: Instruction) -> AnyShape:
     return infer_gather_shape(_operand(inst, 0), _operand(inst, 1), attrs)
 
 
+@_rule(Opcode.DYNAMIC_SLICE)
+def _dynamic_slice_rule(inst: Instruction) -> AnyShape:
+    sizes = inst.attrs_as(DynamicSliceAttrs).sizes
+    indices = [o.shape for o in inst.operands[1:]]
+    return infer_dynamic_slice_shape(_operand(inst, 0), indices, sizes)
+
+
+@_rule(Opcode.DYNAMIC_UPDATE_SLICE)
+def _dynamic_update_slice_rule(inst: Instruction) -> AnyShape:
+    indices = [o.shape for o in inst.operands[2:]]
+    return infer_dynamic_update_slice_shape(_operand(inst, 0), _operand(inst, 1), indices)
+
+
 @_rule(Opcode.DOT)
 def _dot_rule(inst: Instruction) -> AnyShape:
     attrs = inst.attrs_as(DotDims)
@@ -584,3 +688,19 @@ def _tuple_rule(inst: Instruction) -> AnyShape:
 def _get_tuple_element_rule(inst: Instruction) -> AnyShape:
     attrs = inst.attrs_as(TupleIndex)
     return infer_get_tuple_element_shape(inst.operands[0].shape, attrs.index)
+
+
+@_rule(Opcode.CALL)
+def _call_rule(inst: Instruction) -> AnyShape:
+    return infer_call_shape([o.shape for o in inst.operands], inst.called[0])
+
+
+@_rule(Opcode.WHILE)
+def _while_rule(inst: Instruction) -> AnyShape:
+    return infer_while_shape(inst.operands[0].shape, *inst.called)
+
+
+@_rule(Opcode.CONDITIONAL)
+def _conditional_rule(inst: Instruction) -> AnyShape:
+    selector, *operands = (o.shape for o in inst.operands)
+    return infer_conditional_shape(selector, operands, inst.called)

@@ -28,9 +28,6 @@ T = TypeVar("T")
 #: With ``print_large_constants=False``, constants with more elements print as ``{...}``.
 ELIDE_ABOVE = 8
 
-#: The attribute that names an opcode's called computation (for the graph dumps).
-CALLED_ATTR: dict[Opcode, str] = {op: op.info.called[0] for op in Opcode if op.info.called}
-
 
 # ==== printing ================================================================================
 
@@ -154,8 +151,21 @@ _OPERAND_PRINTERS: dict[Opcode, Callable[[Instruction, _Style], str]] = {
 
 def _attribute_texts(inst: Instruction, style: _Style) -> list[str]:
     texts = [] if inst.attrs is None else inst.attrs.to_text()
-    keys = inst.opcode.info.called
-    return texts + [f"{k}={style.sigil}{c.name}" for k, c in zip(keys, inst.called, strict=False)]
+    return texts + callee_texts(inst, style.sigil)
+
+
+def callee_texts(inst: Instruction, sigil: str = "") -> list[str]:
+    """The attributes naming ``inst``'s called computations: ``to_apply=f``, or a list,
+    ``branch_computations={a, b}``, for an opcode with ``called_list`` not on a pred."""
+    info, names = inst.opcode.info, [sigil + c.name for c in inst.called]
+    if info.called_list is not None and not _selects_on_pred(inst):
+        return [f"{info.called_list}={{{', '.join(names)}}}"]
+    return [f"{k}={n}" for k, n in zip(info.called, names, strict=False)]  # print even if bad
+
+
+def _selects_on_pred(inst: Instruction) -> bool:
+    first = inst.operands[0].shape if inst.operands else None
+    return isinstance(first, Shape) and first.dtype is PrimitiveType.PRED
 
 
 # ---- literals --------------------------------------------------------------------------------
@@ -494,11 +504,22 @@ class _Parser:
         head = _OPERAND_READERS.get(opcode, _Parser._operand_list)(self, shape)
         raw = self._attributes(head.attrs)
         attrs = _InstructionAttrs(self.cur, raw, f"{opcode.value} '{name[1]}'", name.start())
-        kind, keys = opcode.info.attrs, opcode.info.called
+        kind = opcode.info.attrs
         decoded: Attrs = None if kind is None else kind.from_text(attrs)
-        callees = [attrs.raw(key) for key in keys]
+        callees = self._callee_names(opcode, attrs)
         inst = Instruction(name[1], opcode, shape, [], decoded, head.literal)
         return _PendingInstruction(inst, head.operands, callees, is_root, name.start())
+
+    def _callee_names(self, opcode: Opcode, attrs: _InstructionAttrs) -> list[_Raw]:
+        """The raw names of the called computations, from the list form if it is given."""
+        key = opcode.info.called_list
+        if key is None or not attrs.has(key):
+            return [attrs.raw(k) for k in opcode.info.called]
+        raw = attrs.raw(key)
+        if not re.fullmatch(r"\{.*\}", raw.text, re.S):
+            raise self.cur.error(f"bad '{key}' value: expected {{name, ...}}", raw.pos)
+        names = re.finditer(r"[^\s,{}]+", raw.text)
+        return [_Raw(m[0], raw.pos + m.start()) for m in names]
 
     def _opcode(self) -> Opcode:
         match = self.cur.expect(_OPCODE, "an opcode")
@@ -645,6 +666,9 @@ class _InstructionAttrs:
 
     def __init__(self, cur: _Cursor, raw: dict[str, _Raw], where: str, pos: int) -> None:
         self.cur, self._raw, self.where, self.pos = cur, raw, where, pos
+
+    def has(self, key: str) -> bool:
+        return key in self._raw
 
     def raw(self, key: str) -> _Raw:
         if key not in self._raw:

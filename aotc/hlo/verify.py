@@ -9,7 +9,7 @@ their signatures, dimensions, literal, re-inferred shape). The first problem fou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from aotc.errors import HloError, ShapeError
@@ -39,14 +39,16 @@ def verify_module(module: Module) -> None:
 class _Context:
     module: Module
     owner: dict[int, Computation] = field(default_factory=dict)  # id(instruction) -> computation
+    computations: set[int] = field(default_factory=set)  # id(computation) of each in the module
 
     def __post_init__(self) -> None:
         for comp in self.module.computations:
+            self.computations.add(id(comp))
             for inst in comp.instructions:
                 self.owner.setdefault(id(inst), comp)
 
     def in_module(self, comp: Computation) -> bool:
-        return any(c is comp for c in self.module.computations)
+        return id(comp) in self.computations
 
 
 def _fail(comp: Computation, where: str, problem: str) -> None:
@@ -87,20 +89,32 @@ def _unique_names(ctx: _Context) -> None:
 
 def _acyclic_calls(ctx: _Context) -> None:
     done: set[int] = set()
+    for start in ctx.module.computations:
+        if id(start) not in done:
+            _check_calls_from(start, done)
 
-    def visit(comp: Computation, path: list[Computation]) -> None:
-        if id(comp) in done:
-            return
-        for inst in comp.instructions:
-            for callee in inst.called:
-                if any(c is callee for c in (*path, comp)):
-                    chain = " -> ".join(c.name for c in (*path, comp, callee))
-                    _fail(comp, inst.name, f"calls {callee.name}, which calls it back: {chain}")
-                visit(callee, [*path, comp])
-        done.add(id(comp))
 
-    for comp in ctx.module.computations:
-        visit(comp, [])
+def _check_calls_from(start: Computation, done: set[int]) -> None:
+    """Depth-first over the computations ``start`` calls (iterative: loops nest deeply)."""
+    path: list[Computation] = [start]
+    calls: list[Iterator[tuple[Instruction, Computation]]] = [_calls(start)]
+    while path:
+        step = next(calls[-1], None)
+        if step is None:
+            done.add(id(path.pop()))
+            calls.pop()
+            continue
+        inst, callee = step
+        if any(c is callee for c in path):
+            chain = " -> ".join(c.name for c in (*path, callee))
+            _fail(path[-1], inst.name, f"calls {callee.name}, which calls it back: {chain}")
+        if id(callee) not in done:
+            path.append(callee)
+            calls.append(_calls(callee))
+
+
+def _calls(comp: Computation) -> Iterator[tuple[Instruction, Computation]]:
+    return ((inst, callee) for inst in comp.instructions for callee in inst.called)
 
 
 MODULE_CHECKS: list[Callable[[_Context], None]] = [_unique_names, _acyclic_calls]
@@ -216,15 +230,24 @@ def _fusion_signature(ctx: _Context, inst: Instruction) -> str | None:
     return None
 
 
+@CALL_CHECKS.register(Opcode.CALL, Opcode.WHILE, Opcode.CONDITIONAL)
+def _control_flow_signature(ctx: _Context, inst: Instruction) -> str | None:
+    """The shape rules of control flow check the signatures (the builder relies on that)."""
+    infer_instruction_shape(inst)  # a ShapeError says what does not fit
+    return None
+
+
 def _shapes(shapes: list[AnyShape]) -> str:
     return "(" + ", ".join(map(str, shapes)) + ")"
 
 
 def _called_computations(ctx: _Context, inst: Instruction) -> str | None:
-    keys = inst.opcode.info.called
+    keys, listed = inst.opcode.info.called, inst.opcode.info.called_list
     if not keys:
         return f"{inst.opcode.value} calls no computation" if inst.called else None
-    if len(inst.called) != len(keys):
+    if listed is not None and not inst.called:
+        return f"{inst.opcode.value} calls at least one computation ({listed}), got none"
+    if listed is None and len(inst.called) != len(keys):
         wanted, got = " and ".join(keys), len(inst.called)
         return f"{inst.opcode.value} calls {len(keys)} computation(s) ({wanted}), got {got}"
     for callee in inst.called:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from aotc.hlo.ir import ELEMENTWISE, Computation, Instruction, Module, Opcode, parameter_number
-from aotc.hlo.text import CALLED_ATTR, format_literal, print_instruction
+from aotc.hlo.text import callee_texts, format_literal, print_instruction
 
 
 @dataclass
@@ -71,9 +71,8 @@ def _lines(inst: Instruction) -> list[str]:
     if inst.opcode is Opcode.CONSTANT and inst.literal is not None:
         head += " " + format_literal(inst.literal, elide=True)
     lines = [inst.name, head if len(head) <= MAX_LINE else head[: MAX_LINE - 1] + "…"]
-    key = CALLED_ATTR.get(inst.opcode)
-    if key and inst.opcode is not Opcode.FUSION:
-        lines += [f"{key}={c.name}" for c in inst.called]
+    if inst.opcode is not Opcode.FUSION:
+        lines += callee_texts(inst)
     return lines
 
 

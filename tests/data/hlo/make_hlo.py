@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
-def _save(name: str, text: str, args: list[np.ndarray], results: list[np.ndarray]) -> None:
+def save(name: str, text: str, args: list[np.ndarray], results: list[np.ndarray]) -> None:
     # Metadata names the generating machine's site-packages: keep only the package-relative part.
     text = re.sub(r'source_file="[^"]*?site-packages/', 'source_file="', text)
     (OUT / f"{name}.hlo").write_text(text)
@@ -51,10 +51,10 @@ def make_jax() -> None:
 
     x = rng.standard_normal((4, 8)).astype(np.float32)
     lowered = jax.jit(mlp).lower(x, w, b)
-    _save("jax_mlp", lowered.as_text(dialect="hlo"), [x, w, b], [jax.jit(mlp)(x, w, b)])
+    save("jax_mlp", lowered.as_text(dialect="hlo"), [x, w, b], [jax.jit(mlp)(x, w, b)])
     p, q = (rng.standard_normal((3, 5)).astype(np.float32) for _ in range(2))
     text = jax.jit(two).lower(p, q).as_text(dialect="hlo")
-    _save("jax_two", text, [p, q], list(jax.jit(two)(p, q)))
+    save("jax_two", text, [p, q], list(jax.jit(two)(p, q)))
 
 
 def make_tf() -> None:
@@ -69,7 +69,7 @@ def make_tf() -> None:
 
     x = rng.standard_normal((2, 3)).astype(np.float32)
     text = dense.experimental_get_compiler_ir(tf.constant(x))(stage="hlo")
-    _save("tf_dense", text, [x], [r.numpy() for r in dense(tf.constant(x))])
+    save("tf_dense", text, [x], [r.numpy() for r in dense(tf.constant(x))])
 
 
 if __name__ == "__main__":
