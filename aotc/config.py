@@ -259,7 +259,8 @@ class _StrictLoader(yaml.SafeLoader):
                     None, None, f"nested deeper than {_MAX_YAML_DEPTH} levels",
                     self.peek_event().start_mark,
                 )  # fmt: skip
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            # The stubs say index is an int; PyYAML passes a mapping's key node too.
+            return super().compose_node(parent, index)  # type: ignore[arg-type]
         finally:
             self._depth -= 1
 
