@@ -11,6 +11,10 @@ the object needs libm), runs the program and returns the results of two calls:
 Both calls get a fresh 64-byte aligned temp buffer filled with garbage, and result buffers are
 pre-filled with garbage too, so unwritten elements show up. The program also checks the
 header's macros and tables against the model, so every test exercises the header.
+
+Cross mode: a ``Toolchain`` names the C compiler (a cross gcc) and a run prefix (qemu-user), so
+the same program runs a model compiled for another architecture (little-endian ones: the
+tensors travel as raw bytes in this machine's order); ``HOST`` is ``cc`` and no prefix.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import string
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +35,17 @@ from aotc.hlo.shape import Shape
 
 CC = os.environ.get("CC", "cc")
 CFLAGS = ["-O1", "-std=c99", "-Wall", "-Werror"]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How to build and run the harness program: compiler command and run prefix."""
+
+    cc: tuple[str, ...]  # e.g. ("aarch64-linux-gnu-gcc", "-static")
+    run: tuple[str, ...] = ()  # e.g. ("qemu-aarch64",); empty: run natively
+
+
+HOST = Toolchain((CC,))
 
 LIBM_SYMBOLS = frozenset(
     (
@@ -108,12 +124,16 @@ SANITIZE_CFLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", 
 
 
 def run_compiled(
-    model: CompiledModel, inputs: Sequence[np.ndarray], extra_cflags: Sequence[str] = ()
+    model: CompiledModel,
+    inputs: Sequence[np.ndarray],
+    extra_cflags: Sequence[str] = (),
+    toolchain: Toolchain = HOST,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Results of the typed call and of the ``run_buffers`` call, as numpy arrays.
 
     ``extra_cflags`` go to the one ``cc`` call, e.g. ``SANITIZE_CFLAGS`` to run the model under
     AddressSanitizer and UBSan (any report makes the program exit non-zero: an AssertionError).
+    ``toolchain`` builds and runs the program for the model's target (default: this machine).
     """
     assert len(inputs) == len(model.args), f"{model.name} takes {len(model.args)} arguments"
     arrays = [_as_argument(x, info.shape) for x, info in zip(inputs, model.args, strict=True)]
@@ -126,7 +146,7 @@ def run_compiled(
         (work / "main.c").write_text(_program(model))
         for i, array in enumerate(arrays):
             (work / f"arg{i}.bin").write_bytes(array.tobytes())
-        _compile_and_run(work, model.name, [*libs, *extra_cflags])
+        _compile_and_run(work, model.name, [*libs, *extra_cflags], toolchain)
         return _read_results(work, model, "typed"), _read_results(work, model, "buffers")
 
 
@@ -136,24 +156,15 @@ def _as_argument(x: np.ndarray, shape: Shape) -> np.ndarray:
     return array
 
 
-def _compile_and_run(work: Path, name: str, libs: list[str]) -> None:
-    cmd = [
-        CC,
-        *CFLAGS,
-        "-I",
-        str(work),
-        str(work / "main.c"),
-        str(work / f"{name}.o"),
-        "-o",
-        str(work / "main"),
-        *libs,
-    ]
+def _compile_and_run(work: Path, name: str, libs: list[str], toolchain: Toolchain) -> None:
+    main = work / "main"
+    sources = [str(work / "main.c"), str(work / f"{name}.o")]
+    cmd = [*toolchain.cc, *CFLAGS, "-I", str(work), *sources, "-o", str(main), *libs]
     built = subprocess.run(cmd, capture_output=True, text=True)
     if built.returncode:
-        raise AssertionError(f"cc failed:\n{built.stderr}")
-    ran = subprocess.run(
-        [str(work / "main"), str(work)], capture_output=True, text=True, timeout=120
-    )
+        raise AssertionError(f"{toolchain.cc[0]} failed:\n{built.stderr}")
+    command = [*toolchain.run, str(main), str(work)]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=120)
     if ran.returncode:
         raise AssertionError(f"harness exited {ran.returncode}:\n{ran.stdout}{ran.stderr}")
 

@@ -12,8 +12,7 @@ import pytest
 from c_harness import exported_and_undefined_symbols, run_compiled
 from codegen_testing import compile_hlo
 
-from aotc.codegen import CompiledModel, TargetSpec, TensorInfo, compile_module
-from aotc.codegen.target import resolve_target
+from aotc.codegen import CompiledModel, TensorInfo, compile_module
 from aotc.errors import CodegenError
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.shape import PrimitiveType
@@ -688,77 +687,6 @@ def test_signature_mismatch_is_reported() -> None:
     bad = [TensorInfo("x", Shape(PrimitiveType.F32, (3,)))]
     with pytest.raises(CodegenError, match="argument 0 'x'"):
         compile_module(module, "m", bad, bad)
-
-
-# ---- targets ---------------------------------------------------------------------------------
-
-_SMALL = """HloModule m
-ENTRY main {
-  x = f32[16] parameter(0)
-  e = f32[16] exponential(x)
-  ROOT t = (f32[16]) tuple(e)
-}"""
-
-ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "riscv64": 243}
-
-
-@pytest.mark.parametrize(
-    "triple, cpu, features",
-    [
-        ("aarch64-unknown-linux-gnu", "generic", ""),
-        ("x86_64-unknown-linux-gnu", "skylake-avx512", ""),
-        ("riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c"),
-    ],
-)
-def test_cross_compiles_elf_objects(triple: str, cpu: str, features: str) -> None:
-    _, model = compile_hlo(_SMALL, target=TargetSpec(triple, cpu, features))
-    data = model.object_bytes
-    assert data[:4] == b"\x7fELF"
-    assert int.from_bytes(data[18:20], "little") == ELF_MACHINES[triple.split("-")[0]]
-    assert model.target == TargetSpec(triple, cpu, features)
-    assert f"triple {triple}, cpu {cpu}" in model.header
-
-
-def test_host_target_resolves_to_real_names_and_vectorizes() -> None:
-    _, model = compile_hlo(_SMALL)
-    assert "host" not in (model.target.triple, model.target.cpu)
-    assert model.target.triple in model.llvm_ir
-    assert " x float>" in model.llvm_ir, "the exp kernel (inline mathlib) should vectorize"
-
-
-def test_host_cpu_on_a_foreign_triple_means_generic() -> None:
-    foreign = (
-        "aarch64-unknown-linux-gnu"
-        if "x86_64" in resolve_target(TargetSpec()).triple
-        else "x86_64-unknown-linux-gnu"
-    )
-    assert resolve_target(TargetSpec(foreign)) == TargetSpec(foreign, "generic", "")
-    host = resolve_target(TargetSpec(features="+sse2"))
-    assert host.features.endswith(",+sse2")
-
-
-@pytest.mark.parametrize(
-    "spec, message",
-    [
-        (TargetSpec("nonsense-unknown-none", "generic"), "unknown target triple 'nonsense"),
-        (TargetSpec("x86_64-unknown-linux-gnu", "pentium9000"), "unknown cpu 'pentium9000'"),
-        (TargetSpec("x86_64-unknown-linux-gnu", "generic", "+warp-drive"), "unknown feature"),
-        # x87 float math: LLVM does not round each operation, so the math bounds cannot hold
-        (TargetSpec("i686-unknown-linux-gnu", "generic"), "x87 unit"),
-        (TargetSpec("i686-unknown-linux-gnu", "i386"), "x87 unit"),
-        (TargetSpec("x86_64-unknown-linux-gnu", "generic", "-sse,-sse2"), "x87 unit"),
-        # LLVM aborts the process on this one; the probe runs it in a child first
-        (TargetSpec("x86_64-unknown-linux-gnu", "i386"), "64-bit code requested"),
-    ],
-)
-def test_bad_targets_raise_codegen_errors(spec: TargetSpec, message: str) -> None:
-    with pytest.raises(CodegenError, match=message):
-        compile_hlo(_SMALL, target=spec)
-
-
-def test_32_bit_x86_defaults_to_sse2_as_clang_does() -> None:
-    model = compile_hlo(_SMALL, target=TargetSpec("i686-unknown-linux-gnu"))[1]
-    assert model.target.cpu == "pentium4"
 
 
 def test_power_special_values_agree_with_the_evaluator() -> None:

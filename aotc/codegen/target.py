@@ -2,8 +2,12 @@
 
 ``"host"`` resolves to the machine aotc runs on: the process triple, the host cpu name and
 its feature string (user features are appended, so ``"+avx2"`` or ``"-prefer-256-bit"`` still
-apply). ``cpu="host"`` with a triple for another architecture means ``"generic"``. Every LLVM
-target is built into llvmlite, so cross-compiling needs no extra installs.
+apply). ``cpu="host"`` with a triple for another architecture means clang's default cpu for
+that triple, with the features clang implies for it (riscv64 Linux: ``rv64gc``; armv7: NEON;
+see ``clang_default``); user features are appended to those too, so an explicit feature wins.
+The float ABI follows the triple as in clang (``float_abi``), and a cpu/feature choice whose
+float math cannot honour it is refused. Every LLVM target is built into llvmlite, so
+cross-compiling needs no extra installs.
 
 LLVM only *warns* about an unknown cpu or feature (and later aborts the process while
 emitting), so we capture its stderr while creating the TargetMachine and turn those warnings
@@ -45,6 +49,10 @@ def _initialize() -> None:
     # at the same speed without it on znver4. An LLVM option is process-wide (it applies to
     # every target, and to other users of llvmlite in this process).
     llvm.set_option("aotc", "-post-RA-scheduler=false")
+    # The object calls nothing, not even memcpy/memset (freestanding and bare-metal programs
+    # have no C library): loop-idiom recognition would turn copy and fill loops (broadcasts of
+    # constants, say) into such calls. The loops stay and vectorize; run time is unchanged.
+    llvm.set_option("aotc", "-disable-loop-idiom-all")
 
 
 def _arch(triple: str) -> str:
@@ -55,13 +63,21 @@ def resolve_target(spec: TargetSpec) -> TargetSpec:
     """Replace ``"host"`` by the real triple, cpu and features."""
     host_triple = llvm.get_process_triple()
     triple = host_triple if spec.triple == "host" else spec.triple
-    if spec.cpu != "host":
-        return TargetSpec(triple, spec.cpu, spec.features)
-    if _arch(triple) != _arch(host_triple):
-        return TargetSpec(triple, _default_cpu(triple), spec.features)
-    host_features = llvm.get_host_cpu_features().flatten()
-    features = ",".join(f for f in (host_features, spec.features) if f)
-    return TargetSpec(triple, llvm.get_host_cpu_name(), features)
+    if spec.cpu == "host" and _arch(triple) == _arch(host_triple):
+        host_features = llvm.get_host_cpu_features().flatten()
+        features = ",".join(f for f in (host_features, spec.features) if f)
+        return TargetSpec(triple, llvm.get_host_cpu_name(), features)
+    default = clang_default(triple)
+    cpu = default.cpu if spec.cpu == "host" else spec.cpu
+    implied = default.features if cpu in (default.cpu, "generic") else ""
+    return TargetSpec(triple, cpu, merge_features(implied, spec.features))
+
+
+def merge_features(defaults: str, explicit: str) -> str:
+    """``defaults`` then ``explicit``, dropping the defaults that ``explicit`` names either way."""
+    named = {f[1:] for f in explicit.split(",") if f}
+    kept = [f for f in defaults.split(",") if f and f[1:] not in named]
+    return ",".join(kept + [f for f in explicit.split(",") if f])
 
 
 def create_target_machine(spec: TargetSpec) -> tuple[llvm.TargetMachine, TargetSpec]:
@@ -93,12 +109,102 @@ def create_target_machine(spec: TargetSpec) -> tuple[llvm.TargetMachine, TargetS
     return tm, resolved
 
 
-def _default_cpu(triple: str) -> str:
-    """The cpu clang assumes for a triple: 32-bit x86 Linux means pentium4 (SSE2), not i386."""
-    return "pentium4" if _arch(triple) in _X86_32 else "generic"
+@dataclass(frozen=True)
+class TargetDefault:
+    """clang's default cpu for a triple, and the features clang enables with it."""
+
+    cpu: str = "generic"
+    features: str = ""
 
 
-_X86_32 = ("i386", "i486", "i586", "i686")
+# rv{32,64}gc = imafd + zicsr + zifencei + c; bare metal (no OS in the triple) is imac.
+_RISCV_GC = "+m,+a,+f,+d,+c,+zicsr,+zifencei"
+_RISCV_BARE = "+m,+a,+c"
+_ARM_MODES = ("arm", "thumb")
+# (LLVM arch, sub-arch) -> clang's default. armv7-a's default FPU is NEON (which implies
+# VFPv3); Cortex-M4's is FPv4-SP-D16 (single precision only).
+_DEFAULTS: dict[tuple[str, str], TargetDefault] = {
+    ("x86_64", ""): TargetDefault("x86-64"),
+    ("i386", ""): TargetDefault("pentium4"),  # 32-bit x86 Linux: SSE2, not i386's x87
+    ("aarch64", ""): TargetDefault("generic", "+neon"),
+    ("aarch64_be", ""): TargetDefault("generic", "+neon"),
+    **{(a, v): TargetDefault("generic", "+neon") for a in _ARM_MODES for v in ("v7", "v7a")},
+    **{(a, "v7em"): TargetDefault("cortex-m4", "+vfp4d16sp") for a in _ARM_MODES},
+    **{(a, "v7m"): TargetDefault("cortex-m3") for a in _ARM_MODES},
+    **{(a, "v6m"): TargetDefault("cortex-m0") for a in _ARM_MODES},
+}
+
+
+def clang_default(triple: str) -> TargetDefault:
+    """The cpu and features clang assumes for ``triple`` when given no ``-mcpu``/``-march``."""
+    parts = llvm.get_triple_parts(triple)
+    if parts.Arch in ("riscv32", "riscv64"):
+        features = _RISCV_BARE if _bare_metal(parts) else _RISCV_GC
+        return TargetDefault(f"generic-rv{parts.Arch[5:]}", features)
+    if (parts.Arch, parts.SubArch) == ("arm", ""):  # plain arm-linux-gnueabi(hf): ARMv6 / v4T
+        return TargetDefault("arm1176jzf-s" if parts.Env.endswith("hf") else "arm7tdmi")
+    return _DEFAULTS.get((parts.Arch, parts.SubArch), TargetDefault())
+
+
+def _bare_metal(parts: llvm.Triple) -> bool:
+    return bool(parts.OS == "unknown")
+
+
+@dataclass(frozen=True)
+class FloatAbi:
+    """How a target passes floats between functions, and the float hardware that needs.
+
+    ``needs`` is what must be done in hardware for the calling convention to make sense:
+    ``"f32"`` (float registers), ``"f64"`` (double registers too) or ``""`` (integer registers
+    only, any FPU optional).
+    """
+
+    name: str
+    needs: str
+    fix: str = ""  # what to do when the target cannot honour it
+
+
+def float_abi(spec: TargetSpec) -> FloatAbi | None:
+    """The float ABI of a resolved target, taken from its triple as clang does.
+
+    ARM: hard-float for ``*eabihf`` (float registers), else the soft-float calling convention
+    (clang's softfp: VFP/NEON instructions may still be used). RISC-V with an OS: lp64d /
+    ilp32d, as Linux distributions use; bare metal: from the features (``+d`` -> lp64d, ``+f``
+    -> lp64f, else lp64). AArch64 always passes floats in vector registers. None for targets
+    with one float ABI (x86, whose x87 problem ``_target_problem`` checks separately).
+    """
+    parts = llvm.get_triple_parts(spec.triple)
+    if parts.Arch in _ARM_MODES:
+        if parts.Env.endswith("hf"):
+            return FloatAbi("hard", "f32", _ARM_FIX)
+        return FloatAbi("soft", "")
+    if parts.Arch.startswith("aarch64"):
+        return FloatAbi("hard", "f32", "do not disable fp-armv8 or neon")
+    if parts.Arch not in ("riscv32", "riscv64"):
+        return None
+    base = "lp64" if parts.Arch == "riscv64" else "ilp32"
+    if not _bare_metal(parts) or _enabled(spec.features, "d"):
+        return FloatAbi(base + "d", "f64", _RISCV_FIX)
+    if _enabled(spec.features, "f"):
+        return FloatAbi(base + "f", "f32", _RISCV_FIX)
+    return FloatAbi(base, "")
+
+
+_ARM_FIX = (
+    "choose a cpu with an FPU, drop the soft-float features, or use a soft-float triple "
+    "(...-gnueabi or ...-eabi instead of ...hf)"
+)
+_RISCV_FIX = (
+    "keep the F and D extensions (+f,+d) or use a bare-metal triple such as "
+    "riscv64-unknown-elf, whose ABI follows the features"
+)
+
+
+def _enabled(features: str, name: str) -> bool:
+    """Whether the last mention of ``name`` in a feature string enables it."""
+    signs = [f[0] for f in features.split(",") if f[1:] == name]
+    return bool(signs) and signs[-1] == "+"
+
 
 # Floating point through memory, so the probe needs no float registers in its signature (an
 # x86-64 function returning a float with SSE disabled is a fatal error in LLVM).
@@ -123,10 +229,8 @@ def _target_problem(spec: TargetSpec, tm: llvm.TargetMachine) -> str | None:
 
     An impossible cpu/feature/triple combination (an i386 cpu for x86-64 code, say) ends in an
     LLVM fatal error that kills the process, so the probe is first emitted in a forked child.
-    x86 targets doing float math on the x87 unit are refused: LLVM keeps x87 intermediates in
-    80-bit registers without rounding each operation, so the math library's error bounds (and
-    agreement with the reference evaluator) cannot hold. SSE2 is the x86-64 baseline and
-    clang's default for 32-bit x86 Linux.
+    Its assembly then shows how the target does float math: on the x87 unit (``_x87_problem``),
+    or in library calls where the float ABI needs hardware (``_float_abi_problem``).
     """
     where = f"target '{spec.triple}' with cpu '{spec.cpu}'"
     where += f" and features '{spec.features}'" if spec.features else ""
@@ -137,17 +241,52 @@ def _target_problem(spec: TargetSpec, tm: llvm.TargetMachine) -> str | None:
                 f"LLVM cannot generate code for {where} ({message}); choose a cpu and "
                 "features that triple supports"
             )
-    asm = str(tm.emit_assembly(_probe_module(tm)))
-    x86 = _arch(spec.triple) in (*_X86_32, "x86_64")
-    if x86 and any(
-        line.split()[0].startswith("fld") for line in asm.splitlines() if line[:1] == "\t"
-    ):
-        return (
-            f"{where} does floating point on the x87 unit, whose excess precision breaks "
-            "aotc's math accuracy; choose a cpu with SSE2 (e.g. --target-cpu pentium4) and do "
-            "not disable sse2"
-        )
-    return None
+    # LLVM warns on stderr (and carries on) where a RISC-V ABI needs absent extensions.
+    asm = str(_capture_stderr(lambda: tm.emit_assembly(_probe_module(tm)))[0])
+    return _x87_problem(spec, asm, where) or _float_abi_problem(spec, asm, where)
+
+
+def _x87_problem(spec: TargetSpec, asm: str, where: str) -> str | None:
+    """Refuse x86 float math on the x87 unit.
+
+    LLVM keeps x87 intermediates in 80-bit registers without rounding each operation, so the
+    math library's error bounds (and agreement with the reference evaluator) cannot hold. SSE2
+    is the x86-64 baseline and clang's default for 32-bit x86 Linux.
+    """
+    if llvm.get_triple_parts(spec.triple).Arch not in ("i386", "x86_64"):
+        return None
+    instructions = (line.split()[0] for line in asm.splitlines() if line[:1] == "\t")
+    if not any(name.startswith("fld") for name in instructions):
+        return None
+    return (
+        f"{where} does floating point on the x87 unit, whose excess precision breaks "
+        "aotc's math accuracy; choose a cpu with SSE2 (e.g. --target-cpu pentium4) and do "
+        "not disable sse2"
+    )
+
+
+# The library calls LLVM emits for the probe's f32 / f64 additions without float hardware.
+_SOFT_ADD = {"f32": ("__aeabi_fadd", "__addsf3"), "f64": ("__aeabi_dadd", "__adddf3")}
+
+
+def _float_abi_problem(spec: TargetSpec, asm: str, where: str) -> str | None:
+    """Refuse a hard-float ABI whose float types the target computes in software.
+
+    Soft-float features or a cpu without the FPU make LLVM silently do that math in library
+    calls and pass those values in integer registers: an object whose calls do not match the
+    triple's libraries (the linker refuses it, or worse, it links and computes garbage).
+    """
+    abi = float_abi(spec)
+    if abi is None or not abi.needs:
+        return None
+    needed = ("f32", "f64") if abi.needs == "f64" else ("f32",)
+    soft = [t for t in needed if any(call in asm for call in _SOFT_ADD[t])]
+    if not soft:
+        return None
+    return (
+        f"{where} has no hardware {soft[0]} arithmetic, but the triple's {abi.name} float ABI "
+        f"passes {abi.needs} values in float registers; {abi.fix}"
+    )
 
 
 def _probe_module(tm: llvm.TargetMachine) -> llvm.ModuleRef:
@@ -177,13 +316,9 @@ def _emit_probe_in_child(tm: llvm.TargetMachine) -> tuple[int, str]:
 
 
 def _abi_name(spec: TargetSpec) -> str:
-    """RISC-V needs the float ABI spelled out to match hard-float features."""
-    arch = _arch(spec.triple)
-    if not arch.startswith("riscv"):
-        return ""
-    base = "lp64" if arch.startswith("riscv64") else "ilp32"
-    flags = set(spec.features.split(","))
-    return base + ("d" if "+d" in flags else "f" if "+f" in flags else "")
+    """LLVM's RISC-V ABI name (other targets take theirs from the triple)."""
+    abi = float_abi(spec)
+    return abi.name if abi and spec.triple.startswith("riscv") else ""
 
 
 def _check_warnings(warnings: str, spec: TargetSpec) -> None:

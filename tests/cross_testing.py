@@ -1,0 +1,83 @@
+"""Cross targets the tests run models on, and the tools (Debian packages) each needs.
+
+Each ``CrossTarget`` is a target aotc compiles for plus the ``c_harness`` toolchains that link
+and run programs for it on this machine: a cross gcc (static links, so qemu-user needs no
+sysroot) and qemu-user. ``require`` skips a test whose tools are missing, with the package to
+install as the reason; under CI (``CI`` set) it fails instead, since ``.ci/run`` installs
+them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+import pytest
+from c_harness import HOST, Toolchain
+
+from aotc.driver import TargetOverrides
+
+
+@dataclass(frozen=True)
+class CrossTarget:
+    """A target, and the toolchains (by name) that build and run its programs here."""
+
+    target: TargetOverrides
+    toolchains: dict[str, Toolchain]
+    packages: tuple[str, ...]  # the Debian packages that provide the tools
+
+
+def _linux(triple: str, gcc: str, qemu: str, package: str) -> CrossTarget:
+    return CrossTarget(
+        TargetOverrides(triple=triple), {qemu: Toolchain((gcc, "-static"), (qemu,))}, (package,)
+    )
+
+
+# x86-64 at the psABI baseline (cpu x86-64: SSE2) runs natively and on two older cpu models,
+# the oldest without AVX (Nehalem) and one with AVX2 (Haswell): no newer instruction may leak in.
+CROSS_TARGETS: dict[str, CrossTarget] = {
+    "aarch64": _linux(
+        "aarch64-unknown-linux-gnu",
+        "aarch64-linux-gnu-gcc",
+        "qemu-aarch64",
+        "gcc-aarch64-linux-gnu",
+    ),
+    "armv7": _linux(
+        "armv7-unknown-linux-gnueabihf",
+        "arm-linux-gnueabihf-gcc",
+        "qemu-arm",
+        "gcc-arm-linux-gnueabihf",
+    ),
+    "riscv64": _linux(
+        "riscv64-unknown-linux-gnu",
+        "riscv64-linux-gnu-gcc",
+        "qemu-riscv64",
+        "gcc-riscv64-linux-gnu",
+    ),
+    "x86-64": CrossTarget(
+        TargetOverrides(triple="x86_64-unknown-linux-gnu", cpu="x86-64"),
+        {
+            "native": HOST,
+            "qemu Nehalem": Toolchain(HOST.cc, ("qemu-x86_64", "-cpu", "Nehalem")),
+            "qemu Haswell": Toolchain(HOST.cc, ("qemu-x86_64", "-cpu", "Haswell")),
+        },
+        (),
+    ),
+}
+
+
+def require(tools: list[str], packages: tuple[str, ...]) -> None:
+    """Skip (under CI: fail) unless every program in ``tools`` is on PATH."""
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if not missing:
+        return
+    reason = f"{', '.join(missing)} not found (Debian packages: {' '.join(packages)})"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; .ci/run installs them, so CI must have them")
+    pytest.skip(reason)
+
+
+def require_toolchains(cross: CrossTarget) -> None:
+    tools = {t for chain in cross.toolchains.values() for t in (chain.cc[0], *chain.run[:1])}
+    require(sorted(tools), (*cross.packages, "qemu-user"))

@@ -1,0 +1,50 @@
+"""Models cross-compiled for aarch64, armv7 (hard-float), riscv64 and x86-64 baseline, run.
+
+Each (target, model) pair compiles once with the target's defaults (no cpu or features given,
+except x86-64's baseline cpu), links the ``c_harness`` program with the target's cross gcc and
+runs it under qemu-user (x86-64: natively and under qemu as Nehalem and as Haswell); the
+results must match TensorFlow's stored outputs as on the host (``test_end_to_end``).
+
+The models: the bundled example, a conv net, the transformer, and int32 inputs with C-style
+integer division and float -> int casts (whose corner cases differ between instruction sets).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from c_harness import run_compiled
+from cross_testing import CROSS_TARGETS, require_toolchains
+from fixtures import Fixture, assert_close, load_fixture
+
+from aotc.driver import compile_graph
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp"
+MODELS = ["mlp", "model_lenet", "model_transformer", "reshape_cast"]
+
+
+def _load(name: str) -> Fixture:
+    if name != "mlp":
+        return load_fixture(name)
+    expected = np.load(EXAMPLE / "expected.npz")
+    return Fixture(name, EXAMPLE / "mlp.pb", EXAMPLE / "mlp.yaml", [expected["x"]], [expected["y"]])
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+@pytest.mark.parametrize("target_name", sorted(CROSS_TARGETS))
+def test_cross_compiled_model_runs_and_matches_tensorflow(
+    target_name: str, model_name: str
+) -> None:
+    cross = CROSS_TARGETS[target_name]
+    require_toolchains(cross)
+    fx = _load(model_name)
+    model = compile_graph(fx.graph, fx.config, cross.target)
+    assert model.target.triple == cross.target.triple
+    for runner, toolchain in cross.toolchains.items():
+        typed, buffers = run_compiled(model, fx.args, toolchain=toolchain)
+        for i, (got, again, want) in enumerate(zip(typed, buffers, fx.results, strict=True)):
+            what = f"{model_name} on {target_name} ({runner}) result{i}"
+            np.testing.assert_array_equal(got, again, err_msg=f"{what}: calls differ")
+            assert_close(got, want, what=what)
