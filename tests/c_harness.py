@@ -12,6 +12,11 @@ Both calls get a fresh 64-byte aligned temp buffer filled with garbage, and resu
 pre-filled with garbage too, so unwritten elements show up. The program also checks the
 header's macros and tables against the model, so every test exercises the header.
 
+Freestanding mode (``run_freestanding``): a program with no C library at all, for
+``-nostdlib -ffreestanding`` links and bare-metal boards. The inputs are compiled into it, a
+``Freestanding`` platform supplies the start-up code and a ``put`` for text output, and the
+results come back as hex on its output.
+
 Cross mode: a ``Toolchain`` names the C compiler (a cross gcc) and a run prefix (qemu-user), so
 the same program runs a model compiled for another architecture (little-endian ones: the
 tensors travel as raw bytes in this machine's order); ``HOST`` is ``cc`` and no prefix.
@@ -167,6 +172,124 @@ def _compile_and_run(work: Path, name: str, libs: list[str], toolchain: Toolchai
     ran = subprocess.run(command, capture_output=True, text=True, timeout=120)
     if ran.returncode:
         raise AssertionError(f"harness exited {ran.returncode}:\n{ran.stdout}{ran.stderr}")
+
+
+@dataclass(frozen=True)
+class Freestanding:
+    """A platform without a C library: its C glue, and how to build and run a program on it.
+
+    ``glue`` defines ``static void put(const char *)`` (declared before the program) and the
+    entry point, which calls ``int run_model(void)`` and ends the program with its result.
+    ``cc`` runs in the work folder, where ``files`` (a linker script, say) are written.
+    """
+
+    glue: str
+    cc: tuple[str, ...]
+    run: tuple[str, ...] = ()  # command prefix; the program's path is appended
+    files: tuple[tuple[str, str], ...] = ()  # (file name, text)
+
+
+def run_freestanding(
+    model: CompiledModel, inputs: Sequence[np.ndarray], platform: Freestanding
+) -> list[np.ndarray]:
+    """The results of one ``<name>_run_buffers`` call in a program with no C library."""
+    arrays = [_as_argument(x, info.shape) for x, info in zip(inputs, model.args, strict=True)]
+    with tempfile.TemporaryDirectory(prefix="aotc_bare_") as tmp:
+        work = Path(tmp)
+        (work / f"{model.name}.o").write_bytes(model.object_bytes)
+        (work / f"{model.name}.h").write_text(model.header)
+        (work / "main.c").write_text(_freestanding_program(model, arrays) + platform.glue)
+        for name, text in platform.files:
+            (work / name).write_text(text)
+        cmd = [*platform.cc, "-I", ".", "main.c", f"{model.name}.o", "-o", "main"]
+        built = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+        if built.returncode:
+            raise AssertionError(f"{platform.cc[0]} failed:\n{built.stderr}")
+        ran = subprocess.run(
+            [*platform.run, str(work / "main")], capture_output=True, text=True, timeout=120
+        )
+    if ran.returncode:
+        raise AssertionError(f"program exited {ran.returncode}:\n{ran.stdout}{ran.stderr}")
+    return _parse_hex_results(model, f"{ran.stdout}\n{ran.stderr}")  # QEMU semihosting: stderr
+
+
+def _freestanding_program(model: CompiledModel, arrays: Sequence[np.ndarray]) -> str:
+    """The program's C text up to the platform glue: inputs as data, one call, hex output."""
+    upper, n_results = model.name.upper(), len(model.results)
+    lines = [
+        f"static const unsigned char arg{i}[] ALIGNED = {{{','.join(map(str, a.tobytes())) or 0}}};"
+        for i, a in enumerate(arrays)
+    ]
+    lines += [
+        f"static unsigned char result{j}[{upper}_RESULT{j}_BYTES + 1] ALIGNED;"
+        for j in range(n_results)
+    ]
+    prints = [
+        f'  put("result {j}\\n");\n  put_hex(result{j}, {upper}_RESULT{j}_BYTES);\n'
+        for j in range(n_results)
+    ]
+    return _FREESTANDING.substitute(
+        name=model.name,
+        upper=upper,
+        data="\n".join(lines),
+        args=", ".join([f"arg{i}" for i in range(len(arrays))] + ["0"]),
+        results=", ".join([f"result{j}" for j in range(n_results)] + ["0"]),
+        prints="".join(prints),
+    )
+
+
+_FREESTANDING = string.Template(r"""
+#include "${name}.h"
+
+static void put(const char *text);
+
+#define ALIGNED __attribute__((aligned(64)))
+${data}
+static unsigned char temp[${upper}_TEMP_BYTES + 1] __attribute__((aligned(${upper}_ALIGN)));
+
+static void put_hex(const unsigned char *p, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  char line[2 * 32 + 2];
+  while (n > 0) {
+    size_t k = n < 32 ? n : 32;
+    for (size_t i = 0; i < k; ++i) {
+      line[2 * i] = digits[p[i] >> 4];
+      line[2 * i + 1] = digits[p[i] & 15];
+    }
+    line[2 * k] = '\n';
+    line[2 * k + 1] = 0;
+    put(line);
+    p += k;
+    n -= k;
+  }
+}
+
+int run_model(void) {
+  const void *const args[] = {${args}};
+  void *const results[] = {${results}};
+  if (${name}_run_buffers(args, results, temp) != 0) return 1;
+${prints}  put("end\n");
+  return 0;
+}
+""")
+
+
+def _parse_hex_results(model: CompiledModel, text: str) -> list[np.ndarray]:
+    """The arrays from the program's ``result <j>`` / hex lines / ``end`` output."""
+    lines = text.splitlines()
+    assert "end" in lines, f"the program did not finish its output:\n{text}"
+    chunks: dict[int, list[str]] = {}
+    current = None
+    for line in lines[: lines.index("end")]:
+        if line.startswith("result "):
+            current = chunks.setdefault(int(line.split()[1]), [])
+        elif current is not None:
+            current.append(line)
+    arrays = []
+    for j, info in enumerate(model.results):
+        data = bytes.fromhex("".join(chunks[j]))
+        arrays.append(np.frombuffer(data, dtype=info.shape.dtype.numpy).reshape(info.shape.dims))
+    return arrays
 
 
 def _read_results(work: Path, model: CompiledModel, call: str) -> list[np.ndarray]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 TF_DATA = Path(__file__).parent / "data" / "tf"
+EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp"
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,12 @@ def load_fixture(name: str) -> Fixture:
     args = [data[f"arg{i}"] for i in range(_count(data.files, "arg"))]
     results = [data[f"result{i}"] for i in range(_count(data.files, "result"))]
     return Fixture(name, TF_DATA / f"{name}.pb", TF_DATA / f"{name}.yaml", args, results)
+
+
+def load_example() -> Fixture:
+    """The bundled example (examples/mlp) as a fixture named ``mlp``."""
+    data = np.load(EXAMPLE / "expected.npz")
+    return Fixture("mlp", EXAMPLE / "mlp.pb", EXAMPLE / "mlp.yaml", [data["x"]], [data["y"]])
 
 
 def fixture_names() -> list[str]:

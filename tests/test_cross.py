@@ -11,25 +11,15 @@ integer division and float -> int casts (whose corner cases differ between instr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from c_harness import run_compiled
 from cross_testing import CROSS_TARGETS, require_toolchains
-from fixtures import Fixture, assert_close, load_fixture
+from fixtures import assert_close, load_example, load_fixture
 
 from aotc.driver import compile_graph
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp"
 MODELS = ["mlp", "model_lenet", "model_transformer", "reshape_cast"]
-
-
-def _load(name: str) -> Fixture:
-    if name != "mlp":
-        return load_fixture(name)
-    expected = np.load(EXAMPLE / "expected.npz")
-    return Fixture(name, EXAMPLE / "mlp.pb", EXAMPLE / "mlp.yaml", [expected["x"]], [expected["y"]])
 
 
 @pytest.mark.parametrize("model_name", MODELS)
@@ -39,7 +29,7 @@ def test_cross_compiled_model_runs_and_matches_tensorflow(
 ) -> None:
     cross = CROSS_TARGETS[target_name]
     require_toolchains(cross)
-    fx = _load(model_name)
+    fx = load_example() if model_name == "mlp" else load_fixture(model_name)
     model = compile_graph(fx.graph, fx.config, cross.target)
     assert model.target.triple == cross.target.triple
     for runner, toolchain in cross.toolchains.items():

@@ -14,7 +14,13 @@ import pytest
 from codegen_testing import compile_hlo
 
 from aotc.codegen import CompiledModel, TargetSpec
-from aotc.codegen.target import FloatAbi, clang_default, float_abi, resolve_target
+from aotc.codegen.target import (
+    FloatAbi,
+    clang_default,
+    float_abi,
+    normalize_triple,
+    resolve_target,
+)
 from aotc.errors import CodegenError
 
 _SMALL = """HloModule m
@@ -63,8 +69,8 @@ def test_cross_compiles_elf_objects(triple: str, cpu: str, features: str) -> Non
     data = model.object_bytes
     assert data[:4] == b"\x7fELF"
     assert int.from_bytes(data[18:20], "little") == ELF_MACHINES[triple.split("-")[0]]
-    assert model.target == TargetSpec(triple, cpu, features)
-    assert f"triple {triple}, cpu {cpu}" in model.header
+    assert model.target == TargetSpec(normalize_triple(triple), cpu, features)
+    assert f"triple {model.target.triple}, cpu {cpu}" in model.header
 
 
 def test_host_target_resolves_to_real_names_and_vectorizes() -> None:
@@ -96,8 +102,31 @@ def test_foreign_triples_get_clangs_defaults(
     triple: str, cpu: str, features: str, abi: str | None
 ) -> None:
     spec = resolve_target(TargetSpec(triple))
-    assert spec == TargetSpec(triple, cpu, features)
+    assert spec == TargetSpec(normalize_triple(triple), cpu, features)
     assert (float_abi(spec) or FloatAbi("", "")).name == (abi or "")
+
+
+@pytest.mark.parametrize(
+    "triple, normalized",
+    [
+        ("thumbv7em-none-eabihf", "thumbv7em-none-unknown-eabihf"),  # vendor, environment
+        ("arm-linux-gnueabihf", "arm-unknown-linux-gnueabihf"),  # OS, environment
+        ("aarch64-linux-gnu", "aarch64-unknown-linux-gnu"),
+        ("wasm32-wasi", "wasm32-unknown-wasi"),
+        ("riscv64-unknown-elf", "riscv64-unknown-elf"),  # vendor, OS: as written
+        ("x86_64-apple-macosx14.0", "x86_64-apple-macosx14.0"),
+        ("armv7-unknown-linux-gnueabihf", "armv7-unknown-linux-gnueabihf"),
+    ],
+)
+def test_short_triples_are_normalized_as_llvm_does(triple: str, normalized: str) -> None:
+    assert normalize_triple(triple) == normalized
+
+
+@pytest.mark.parametrize("triple", ["thumbv7em-none-eabihf", "arm-linux-gnueabihf"])
+def test_short_hard_float_triples_pass_floats_in_vfp_registers(triple: str) -> None:
+    # read by position, the environment of these spellings would be lost: soft-float calls
+    attributes = _arm_attributes(_compile(TargetSpec(triple)).object_bytes)
+    assert "Tag_ABI_VFP_args: VFP registers" in attributes
 
 
 def test_host_cpu_on_a_foreign_triple_means_clangs_default() -> None:

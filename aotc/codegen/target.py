@@ -62,7 +62,7 @@ def _arch(triple: str) -> str:
 def resolve_target(spec: TargetSpec) -> TargetSpec:
     """Replace ``"host"`` by the real triple, cpu and features."""
     host_triple = llvm.get_process_triple()
-    triple = host_triple if spec.triple == "host" else spec.triple
+    triple = host_triple if spec.triple == "host" else normalize_triple(spec.triple)
     if spec.cpu == "host" and _arch(triple) == _arch(host_triple):
         host_features = llvm.get_host_cpu_features().flatten()
         features = ",".join(f for f in (host_features, spec.features) if f)
@@ -71,6 +71,27 @@ def resolve_target(spec: TargetSpec) -> TargetSpec:
     cpu = default.cpu if spec.cpu == "host" else spec.cpu
     implied = default.features if cpu in (default.cpu, "generic") else ""
     return TargetSpec(triple, cpu, merge_features(implied, spec.features))
+
+
+def normalize_triple(triple: str) -> str:
+    """``triple`` as arch-vendor-os-env, like LLVM's ``Triple::normalize`` (clang and llc apply it).
+
+    A TargetMachine reads the components by position, so short spellings lose their meaning:
+    in ``thumbv7em-none-eabihf`` or ``arm-linux-gnueabihf`` the environment lands in the OS
+    slot and the ARM backend silently uses the soft-float calling convention.
+    """
+    parts, components = llvm.get_triple_parts(triple), triple.split("-")
+    if len(components) not in (2, 3):
+        return triple
+    arch, *rest = components
+    env = rest[-1] if parts.Env != "unknown" and rest[-1].startswith(parts.Env) else None
+    named_os = [c for c in rest if parts.OS != "unknown" and c.startswith(parts.OS)]
+    if env is None and not named_os:
+        return triple
+    os_name = named_os[0] if named_os else "unknown"
+    vendors = [c for c in rest if c not in (env, os_name)]
+    normalized = [arch, vendors[0] if vendors else "unknown", os_name]
+    return "-".join(normalized + ([env] if env else []))
 
 
 def merge_features(defaults: str, explicit: str) -> str:
