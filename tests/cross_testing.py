@@ -34,8 +34,9 @@ def _linux(triple: str, gcc: str, qemu: str, package: str) -> CrossTarget:
     )
 
 
-# x86-64 at the psABI baseline (cpu x86-64: SSE2) runs natively and on two older cpu models,
-# the oldest without AVX (Nehalem) and one with AVX2 (Haswell): no newer instruction may leak in.
+# x86-64 at the psABI baseline (cpu x86-64: SSE2) runs natively and as two older cpus, one
+# without AVX (Nehalem) and one with AVX2 but no AVX-512 (Haswell): qemu faults on any newer
+# instruction, as a real cpu would.
 CROSS_TARGETS: dict[str, CrossTarget] = {
     "aarch64": _linux(
         "aarch64-unknown-linux-gnu",

@@ -73,6 +73,21 @@ def test_cross_compiles_elf_objects(triple: str, cpu: str, features: str) -> Non
     assert f"triple {model.target.triple}, cpu {cpu}" in model.header
 
 
+@pytest.mark.parametrize(
+    "triple, line",
+    [
+        ("riscv64-unknown-linux-gnu", " * float ABI: lp64d\n"),
+        ("armv7-unknown-linux-gnueabihf", " * float ABI: hard\n"),
+        ("armv7-unknown-linux-gnueabi", " * float ABI: soft\n"),
+        ("x86_64-unknown-linux-gnu", None),  # one float ABI: no line
+    ],
+)
+def test_header_states_the_float_abi(triple: str, line: str | None) -> None:
+    header = _compile(TargetSpec(triple, "generic" if "x86" in triple else "host")).header
+    target_comment = header[: header.index("*/")]
+    assert (line in target_comment) if line else "float ABI" not in target_comment
+
+
 def test_host_target_resolves_to_real_names_and_vectorizes() -> None:
     _, model = compile_hlo(_SMALL)
     assert "host" not in (model.target.triple, model.target.cpu)
