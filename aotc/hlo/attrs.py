@@ -9,6 +9,7 @@ instruction's raw attributes), so the parser needs no per-opcode code. Value dec
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -466,6 +467,34 @@ class DynamicSliceAttrs:
 
 
 @dataclass(frozen=True)
+class WhileAttrs:
+    """What is known about a loop: ``known_trip_count`` when a pass proved it (XLA records it
+    in the loop's ``backend_config``, and so does the printer); it never changes semantics."""
+
+    known_trip_count: int | None = None
+
+    def to_text(self) -> list[str]:
+        if self.known_trip_count is None:
+            return []
+        config = {"known_trip_count": {"n": str(self.known_trip_count)}}
+        return ["backend_config=" + json.dumps(config, separators=(",", ":"))]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> WhileAttrs:
+        return cls(a.opt("backend_config", _trip_count_of_config, None))
+
+
+def _trip_count_of_config(text: str) -> int | None:
+    """``known_trip_count.n`` of a loop's backend config, if it has one (other backends'
+    configs hold other things: those are not aotc's to check)."""
+    try:
+        count = json.loads(text)["known_trip_count"]["n"]
+        return int(count) if int(count) >= 0 else None
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+@dataclass(frozen=True)
 class FusionAttrs:
     kind: str  # kLoop, kInput, kOutput
 
@@ -495,6 +524,7 @@ Attributes = (
     | ReduceWindowAttrs
     | GatherAttrs
     | DynamicSliceAttrs
+    | WhileAttrs
     | FusionAttrs
 )
 

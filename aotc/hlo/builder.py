@@ -27,6 +27,7 @@ from aotc.hlo.ir import (
     ReduceWindowAttrs,
     SliceAttrs,
     TupleIndex,
+    WhileAttrs,
     Window,
 )
 from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
@@ -245,7 +246,7 @@ class ComputationBuilder:
         self, carry: Instruction, condition: Computation, body: Computation
     ) -> Instruction:
         shape = si.infer_while_shape(carry.shape, condition, body)
-        return self._new(Opcode.WHILE, shape, [carry], called=[condition, body])
+        return self._new(Opcode.WHILE, shape, [carry], WhileAttrs(), called=[condition, body])
 
     def conditional(
         self,

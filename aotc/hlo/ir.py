@@ -32,11 +32,13 @@ from aotc.hlo.attrs import (
     ReduceWindowAttrs,
     SliceAttrs,
     TupleIndex,
+    WhileAttrs,
     Window,
     WindowDim,
 )
 from aotc.hlo.opcodes import (
     BINARY_ELEMENTWISE,
+    CONTROL_FLOW,
     ELEMENTWISE,
     TERNARY_ELEMENTWISE,
     UNARY_ELEMENTWISE,
@@ -47,6 +49,7 @@ from aotc.hlo.shape import AnyShape, Shape, TupleShape
 # The IR's vocabulary, importable from here (defined in attrs.py and opcodes.py).
 __all__ = [
     "BINARY_ELEMENTWISE",
+    "CONTROL_FLOW",
     "ELEMENTWISE",
     "TERNARY_ELEMENTWISE",
     "UNARY_ELEMENTWISE",
@@ -71,6 +74,7 @@ __all__ = [
     "ReduceWindowAttrs",
     "SliceAttrs",
     "TupleIndex",
+    "WhileAttrs",
     "Window",
     "WindowDim",
     "parameter_number",
@@ -203,6 +207,22 @@ class Module:
                 continue
             seen.add(id(callee))
             stack.append((callee, _callees(callee)))
+        return order
+
+    def sequential_computations(self) -> list[Computation]:
+        """The entry, then every computation control flow runs (loop conditions and bodies,
+        branches, calls): those whose instructions run one after another, each its own kernel.
+        Fused computations and reducers are embedded in one instruction's kernel instead
+        (XLA's call contexts: kControlFlow and kEmbedded)."""
+        order, seen, pending = [], {id(self.entry)}, [self.entry]
+        while pending:
+            comp = pending.pop()
+            order.append(comp)
+            for inst in comp.instructions:
+                if inst.opcode in CONTROL_FLOW:
+                    fresh = [c for c in inst.called if id(c) not in seen]
+                    seen.update(id(c) for c in fresh)
+                    pending.extend(reversed(fresh))
         return order
 
 

@@ -32,6 +32,7 @@ from aotc.hlo.attrs import (
     ReduceWindowAttrs,
     SliceAttrs,
     TupleIndex,
+    WhileAttrs,
 )
 
 
@@ -221,7 +222,7 @@ class Opcode(Enum):
         ),
     )
     # the carry: condition(carry) -> pred[], body(carry) -> carry
-    WHILE = "while", OpcodeInfo(_CONTROL, 1, called=("condition", "body"))
+    WHILE = "while", OpcodeInfo(_CONTROL, 1, attrs=WhileAttrs, called=("condition", "body"))
 
 
 def opcodes_in(*categories: Category) -> frozenset[Opcode]:

@@ -7,10 +7,13 @@ the ``Pass`` protocol of ``aotc.passes.pipeline``.
 
 from __future__ import annotations
 
+from aotc.passes.call_inliner import CallInliner
+from aotc.passes.conditional import ConditionalSimplifier
 from aotc.passes.constant_folding import ConstantFolding
 from aotc.passes.conv_transpose import ConvTransposePhases
 from aotc.passes.cse import CSE
 from aotc.passes.dce import DCE
+from aotc.passes.flatten import FlattenCallGraph
 from aotc.passes.fusion import Fusion
 from aotc.passes.pipeline import (
     DUMP_FORMATS,
@@ -24,16 +27,20 @@ from aotc.passes.pipeline import (
 )
 from aotc.passes.schedule import Schedule
 from aotc.passes.simplify import AlgebraicSimplifier
+from aotc.passes.while_loop import WhileLoopSimplifier
 
 __all__ = [
     "AlgebraicSimplifier",
     "CSE",
+    "CallInliner",
+    "ConditionalSimplifier",
     "ConstantFolding",
     "ConvTransposePhases",
     "DCE",
     "DUMP_FORMATS",
     "DumpOptions",
     "FixedPoint",
+    "FlattenCallGraph",
     "Fusion",
     "Pass",
     "PassTiming",
@@ -41,6 +48,7 @@ __all__ = [
     "PipelineOptions",
     "PipelineReport",
     "Schedule",
+    "WhileLoopSimplifier",
     "default_passes",
     "default_pipeline",
     "simplification_pipeline",
@@ -48,13 +56,26 @@ __all__ = [
 
 
 def simplification_pipeline() -> Pipeline:
-    """Simplify, fold constants, merge and drop code, until nothing changes."""
-    return Pipeline("simplification", [AlgebraicSimplifier(), ConstantFolding(), CSE(), DCE()])
+    """Simplify, fold constants, simplify loops and conditionals, merge and drop code (in every
+    computation: loop bodies and branches too), until nothing changes."""
+    return Pipeline(
+        "simplification",
+        [
+            AlgebraicSimplifier(),
+            ConstantFolding(),
+            WhileLoopSimplifier(),
+            ConditionalSimplifier(),
+            CSE(),
+            DCE(),
+        ],
+    )
 
 
 def default_passes() -> list[Pass]:
     """The compiler's passes, in order."""
     return [
+        CallInliner(),  # first: every later pass sees flat computations
+        FlattenCallGraph(),  # then every loop, branch and call has a computation of its own
         ConvTransposePhases(),
         FixedPoint(simplification_pipeline()),
         Fusion(),

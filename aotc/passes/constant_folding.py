@@ -9,7 +9,7 @@ import numpy as np
 
 from aotc.errors import AotcError
 from aotc.hlo.evaluate import evaluate_computation
-from aotc.hlo.ir import Computation, Instruction, Module, Opcode
+from aotc.hlo.ir import CONTROL_FLOW, Computation, Instruction, Module, Opcode
 from aotc.hlo.shape import Shape
 from aotc.passes.rewrite import RewriteContext, constant_like, rewrite_module
 
@@ -56,6 +56,8 @@ class ConstantFolding:
     def _foldable(self, inst: Instruction) -> bool:
         if inst.opcode in _LEAVES or not isinstance(inst.shape, Shape):
             return False
+        if inst.opcode in CONTROL_FLOW:
+            return False  # a loop may run long, or forever; a known branch is inlined
         if _is_scalar_broadcast(inst):
             return False  # already the canonical splat
         constant = all(_source(o).opcode in _CONSTANT_OPERANDS for o in inst.operands)

@@ -20,10 +20,11 @@ class DCE:
         changed = False
         for comp in module.computations:
             changed |= remove_dead(comp)
-        return _remove_unreachable_computations(module) or changed
+        return remove_unreachable_computations(module) or changed
 
 
-def _remove_unreachable_computations(module: Module) -> bool:
+def remove_unreachable_computations(module: Module) -> bool:
+    """Drop the computations the entry does not reach; returns whether any went."""
     reachable = {id(c) for c in module.called_computations()} | {id(module.entry)}
     kept = [c for c in module.computations if id(c) in reachable]
     changed = len(kept) != len(module.computations)

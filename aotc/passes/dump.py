@@ -2,8 +2,9 @@
 page that draws the graph as inline SVG (layered layout computed here, no scripts).
 
 Both graph formats draw the entry computation: one box per instruction (name, opcode, shape),
-edges labelled with the value's shape, and each fusion's computation drawn inside a shaded
-cluster, its parameters fed by the fusion's operands and its root feeding the fusion.
+edges labelled with the value's shape, and the computations of fusions, loops, branches and
+calls drawn inside shaded clusters, their parameters fed by the instruction's operands and
+their roots feeding the instruction.
 """
 
 from __future__ import annotations

@@ -1,15 +1,25 @@
 """The instruction graph that the ``dot`` and ``html`` dumps draw.
 
 One node per instruction of the entry computation (name, opcode, shape), edges labelled with
-the value's shape; each fusion's computation becomes a cluster whose parameters are fed by the
-fusion's operands and whose root feeds the fusion node (a dashed edge). Nested fusions nest.
+the value's shape; the computation of each fusion, loop (condition and body), conditional
+branch and call becomes a cluster whose parameters are fed by the instruction's operands and
+whose root feeds the instruction's node (a dashed edge). Nested computations nest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from aotc.hlo.ir import ELEMENTWISE, Computation, Instruction, Module, Opcode, parameter_number
+from aotc.hlo.ir import (
+    CONTROL_FLOW,
+    ELEMENTWISE,
+    Computation,
+    Instruction,
+    Module,
+    Opcode,
+    parameter_number,
+)
 from aotc.hlo.text import callee_texts, format_literal, print_instruction
 
 
@@ -77,34 +87,86 @@ def _lines(inst: Instruction) -> list[str]:
 
 
 def build_graph(module: Module) -> Graph:
-    """The entry computation as nodes and edges, fusions expanded into clusters."""
+    """The entry computation as nodes and edges; the computations of fusions, loops,
+    conditionals and calls expanded into clusters."""
     graph = Graph()
-    _add_computation(graph, module.entry, None)
+    # A stack of computations being drawn (iterative: loops nest to any depth); an
+    # instruction that calls computations is drawn after them.
+    stack = [_Drawing(module.entry, None)]
+    while stack:
+        top = stack[-1]
+        if top.pending_callees:
+            callee = top.pending_callees.pop()
+            stack.append(_Drawing(callee, _open_cluster(graph, top.current, callee, top.cluster)))
+            continue
+        if top.current is not None:
+            _add_instruction(graph, top.current, top.cluster)
+            top.current = None
+        inst = next(top.instructions, None)
+        if inst is None:
+            stack.pop()
+            continue
+        top.current = inst
+        top.pending_callees = list(reversed(_drawn_callees(inst)))
     return graph
 
 
-def _add_computation(graph: Graph, comp: Computation, cluster: str | None) -> None:
-    for inst in comp.post_order():
-        fused_root = _add_fusion(graph, inst, cluster) if inst.opcode is Opcode.FUSION else None
-        key = f"n{len(graph.keys)}"
-        graph.keys[id(inst)] = key
-        tooltip = print_instruction(inst)
-        graph.nodes.append(Node(key, _lines(inst), tooltip, _color(inst), cluster))
-        if fused_root is not None:
-            graph.edges.append(Edge(fused_root, key, str(inst.shape), dashed=True))
-            continue
-        for op in inst.operands:
+@dataclass
+class _Drawing:
+    comp: Computation
+    cluster: str | None
+    instructions: Iterator[Instruction] = field(init=False)
+    current: Instruction | None = None  # drawn once its callees are
+    pending_callees: list[Computation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.instructions = iter(self.comp.post_order())
+
+
+def _drawn_callees(inst: Instruction) -> list[Computation]:
+    """Computations drawn inside clusters: fusions' and control flow's, not reducers'."""
+    return list(inst.called) if inst.opcode in _EXPANDED else []
+
+
+_EXPANDED = CONTROL_FLOW | {Opcode.FUSION}
+
+
+def _open_cluster(
+    graph: Graph, inst: Instruction | None, callee: Computation, outer: str | None
+) -> str:
+    assert inst is not None
+    cluster = f"c{len(graph.clusters)}"
+    k = next(k for k, c in enumerate(_drawn_callees(inst)) if c is callee)
+    info = inst.opcode.info
+    role = f"branch {k}" if info.called_list else info.called[k]
+    graph.clusters[cluster] = f"{inst.name} {role}={callee.name}"
+    graph.parents[cluster] = outer
+    return cluster
+
+
+def _add_instruction(graph: Graph, inst: Instruction, cluster: str | None) -> None:
+    key = f"n{len(graph.keys)}"
+    graph.keys[id(inst)] = key
+    graph.nodes.append(Node(key, _lines(inst), print_instruction(inst), _color(inst), cluster))
+    passed: set[int] = set()  # operands drawn as feeding a callee's parameter
+    for callee, operands in zip(_drawn_callees(inst), _callee_operands(inst), strict=True):
+        for param in callee.parameters:
+            operand = operands[parameter_number(param)]
+            passed.add(id(operand))
+            graph.edges.append(
+                Edge(graph.keys[id(operand)], graph.keys[id(param)], str(param.shape))
+            )
+        graph.edges.append(Edge(graph.keys[id(callee.root)], key, str(callee.root.shape), True))
+    for op in inst.operands:  # not passed on: a conditional's selector, say
+        if id(op) not in passed:
             graph.edges.append(Edge(graph.keys[id(op)], key, str(op.shape)))
 
 
-def _add_fusion(graph: Graph, fusion: Instruction, outer: str | None) -> str:
-    """Draw the fused computation as a cluster; returns its root's node key."""
-    fused = fusion.called[0]
-    cluster = f"c{len(graph.clusters)}"
-    graph.clusters[cluster] = f"{fusion.name}: {fused.name}"
-    graph.parents[cluster] = outer
-    _add_computation(graph, fused, cluster)
-    for param in fused.parameters:
-        operand = fusion.operands[parameter_number(param)]
-        graph.edges.append(Edge(graph.keys[id(operand)], graph.keys[id(param)], str(param.shape)))
-    return graph.keys[id(fused.root)]
+def _callee_operands(inst: Instruction) -> list[list[Instruction]]:
+    """Per drawn callee, the values its parameters receive."""
+    callees = _drawn_callees(inst)
+    if inst.opcode is Opcode.WHILE:
+        return [inst.operands[:1]] * len(callees)
+    if inst.opcode is Opcode.CONDITIONAL:
+        return [[inst.operands[1 + k]] for k in range(len(callees))]
+    return [inst.operands] * len(callees)

@@ -1,6 +1,7 @@
-"""Instruction fusion: groups of entry instructions become XLA ``fusion`` instructions.
+"""Instruction fusion: groups of instructions become XLA ``fusion`` instructions.
 
-Like XLA's instruction fusion, the pass walks the entry computation consumers first. Each
+Like XLA's instruction fusion, the pass walks each computation that runs its instructions as
+kernels (the entry, loop bodies, branches: ``Module.sequential_computations``) consumers first. Each
 instruction not yet inside a group starts one (as its root) and pulls in producers, operands of
 members, while the group stays compilable (``fusion_plan.plan_group``):
 
@@ -30,6 +31,7 @@ from aotc.hlo.ir import (
     ParameterAttrs,
 )
 from aotc.passes.fusion_plan import CONTRACTIONS, ELEMENTAL, FusionPlan, plan_group
+from aotc.passes.rewrite import module_names
 
 #: Producers worth duplicating into several groups: they compute nothing.
 CHEAP = frozenset({Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.IOTA, Opcode.CONSTANT})
@@ -60,11 +62,13 @@ class Fusion:
     max_members: int = 128  # bounds compile time of one kernel, not correctness
 
     def run(self, module: Module) -> bool:
-        groups = find_groups(module.entry, self.max_members)
-        if not groups:
-            return False
-        outline_groups(module, groups)
-        return True
+        changed = False
+        for comp in module.sequential_computations():  # loop bodies and branches too
+            groups = find_groups(comp, self.max_members)
+            if groups:
+                outline_groups(module, comp, groups)
+                changed = True
+        return changed
 
 
 def find_groups(comp: Computation, max_members: int = 128) -> list[FusionGroup]:
@@ -192,27 +196,18 @@ def _may_join(inst: Instruction) -> bool:
 # ---- outlining -------------------------------------------------------------------------------
 
 
-def outline_groups(module: Module, groups: Sequence[FusionGroup]) -> None:
-    """Replace each group by a ``fusion`` calling a new computation, then drop dead code."""
-    names = _module_names(module)
+def outline_groups(module: Module, comp: Computation, groups: Sequence[FusionGroup]) -> None:
+    """Replace each group of ``comp`` by a ``fusion`` calling a new computation, then drop
+    dead code."""
+    names = module_names(module)
     replacement: dict[int, Instruction] = {}
     fusions = [_outline(module, g, names) for g in groups]
     for group, fusion in zip(groups, fusions, strict=True):
         replacement[id(group.root)] = fusion
-    entry = module.entry
-    for inst in [*entry.instructions, *fusions]:
+    for inst in [*comp.instructions, *fusions]:
         inst.operands = [replacement.get(id(op), op) for op in inst.operands]
-    entry.root = replacement.get(id(entry.root), entry.root)
-    entry.instructions = entry.post_order()
-
-
-def _module_names(module: Module) -> NameUniquer:
-    names = NameUniquer()
-    for comp in module.computations:
-        names.get(comp.name)
-        for inst in comp.instructions:
-            names.get(inst.name)
-    return names
+    comp.root = replacement.get(id(comp.root), comp.root)
+    comp.instructions = comp.post_order()
 
 
 def _outline(module: Module, group: FusionGroup, names: NameUniquer) -> Instruction:

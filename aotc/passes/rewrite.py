@@ -10,7 +10,7 @@ instructions left dead are removed at the end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +20,58 @@ from aotc.hlo.ir import Computation, Instruction, Module, Opcode
 
 
 def module_names(module: Module) -> NameUniquer:
-    """A name source that knows every instruction name already in ``module``."""
+    """A name source that knows every computation and instruction name in ``module``."""
     names = NameUniquer()
     for comp in module.computations:
+        names.get(comp.name)
         for inst in comp.instructions:
             names.get(inst.name)
     return names
+
+
+def copy_instructions(
+    instructions: Iterable[Instruction], mapping: dict[int, Instruction], names: NameUniquer
+) -> list[Instruction]:
+    """Copies of ``instructions`` (in def-before-use order) under fresh names, reading the
+    copies of each other; ``mapping`` (id -> instruction) gives what stands for the rest (a
+    callee's parameters) and receives every copy."""
+    copies = []
+    for inst in instructions:
+        operands = [mapping[id(o)] for o in inst.operands]
+        copy = Instruction(
+            names.get(inst.name),
+            inst.opcode,
+            inst.shape,
+            operands,
+            inst.attrs,
+            inst.literal,
+            list(inst.called),
+        )
+        mapping[id(inst)] = copy
+        copies.append(copy)
+    return copies
+
+
+def clone_computation(comp: Computation, names: NameUniquer) -> Computation:
+    """A copy of ``comp`` with fresh names; the computations it calls stay shared."""
+    mapping: dict[int, Instruction] = {}
+    copies = copy_instructions(comp.instructions, mapping, names)
+    return Computation(names.get(comp.name), copies, mapping[id(comp.root)])
+
+
+def insert_before(comp: Computation, anchor: Instruction, new: Sequence[Instruction]) -> None:
+    """Place ``new`` just before ``anchor`` in ``comp``'s instruction order."""
+    at = next(i for i, inst in enumerate(comp.instructions) if inst is anchor)
+    comp.instructions[at:at] = list(new)
+
+
+def replace_all_uses(comp: Computation, old: Instruction, new: Instruction) -> None:
+    """Make every user of ``old`` in ``comp`` (and the root) read ``new`` instead."""
+    for inst in comp.instructions:
+        if any(o is old for o in inst.operands):
+            inst.operands = [new if o is old else o for o in inst.operands]
+    if comp.root is old:
+        comp.root = new
 
 
 def remove_dead(comp: Computation) -> bool:

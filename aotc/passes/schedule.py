@@ -1,4 +1,4 @@
-"""Instruction scheduling: an order of the entry computation that keeps peak memory low.
+"""Instruction scheduling: an order of each computation's kernels that keeps peak memory low.
 
 Memory model (the one buffer assignment uses): each kernel output owns a buffer of its byte
 size, except outputs written straight into a result buffer; parameters and constants own none;
@@ -61,7 +61,9 @@ class MemoryModel:
 
     @staticmethod
     def of(comp: Computation) -> MemoryModel:
-        results = {id(o) for v in comp.root.operands if (o := owner(v)) is not None}
+        root = comp.root  # a loop body's or branch's results live in its caller's buffers too
+        values = root.operands if root.opcode is Opcode.TUPLE else [root]
+        results = {id(o) for v in values if (o := owner(v)) is not None}
         sizes: dict[int, int] = {}
         reads: dict[int, set[int]] = {}
         for inst in comp.instructions:
@@ -137,9 +139,9 @@ def choose_schedule(comp: Computation) -> list[Instruction]:
 
 @dataclass(frozen=True)
 class Schedule:
-    """Reorder the entry computation's instructions by ``choose_schedule``.
+    """Reorder the instructions of the entry, loop bodies and branches by ``choose_schedule``.
 
-    The entry's instruction order is the module's schedule (as XLA's ``HloSchedule``): buffer
+    A computation's instruction order is its schedule (as XLA's ``HloSchedule``): buffer
     assignment and the emitted code follow it and never reorder, the printer keeps it (so
     ``--dump`` shows it and the text parses back to it), and passes after this one must too.
     """
@@ -147,8 +149,9 @@ class Schedule:
     name: str = "schedule"
 
     def run(self, module: Module) -> bool:
-        entry = module.entry
-        order = choose_schedule(entry)
-        changed = [id(i) for i in order] != [id(i) for i in entry.instructions]
-        entry.instructions = order
+        changed = False
+        for comp in module.sequential_computations():
+            order = choose_schedule(comp)
+            changed |= [id(i) for i in order] != [id(i) for i in comp.instructions]
+            comp.instructions = order
         return changed

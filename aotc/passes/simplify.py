@@ -15,7 +15,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from aotc.hlo.ir import Dimensions, Instruction, Module, Opcode, SliceAttrs
+from aotc.hlo.ir import Dimensions, Instruction, Module, Opcode, SliceAttrs, TupleIndex
+from aotc.hlo.loop_analysis import scalar_constant
 from aotc.hlo.shape import PrimitiveType
 from aotc.passes import fold_batchnorm
 from aotc.passes.rewrite import RewriteContext, Rule, first_match, rewrite_module, splat_value
@@ -204,6 +205,47 @@ def slice_of_slice(ctx: RewriteContext, inst: Instruction) -> Instruction | None
     return ctx.b.slice(inner.operands[0], starts, limits, strides)
 
 
+def dynamic_slice_constant_starts(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """A dynamic slice at constant start indices is a slice (at the clamped starts)."""
+    x, *indices = inst.operands
+    values = [scalar_constant(i) for i in indices]
+    if any(v is None for v in values):
+        return None
+    sizes = inst.array_shape.dims
+    starts = [
+        min(max(v or 0, 0), n - s)
+        for v, n, s in zip(values, x.array_shape.dims, sizes, strict=True)
+    ]
+    return ctx.b.slice(x, starts, [s + n for s, n in zip(starts, sizes, strict=True)])
+
+
+def whole_update(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """An update as large as the operand replaces all of it (its starts clamp to 0)."""
+    x, update = inst.operands[:2]
+    return update if update.shape == x.shape else None
+
+
+def element_of_tuple(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``get-tuple-element(tuple(a, b), 1) -> b``."""
+    t = inst.operands[0]
+    return t.operands[inst.attrs_as(TupleIndex).index] if t.opcode is Opcode.TUPLE else None
+
+
+def tuple_of_elements(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``tuple(get-tuple-element(t, 0), ..., get-tuple-element(t, n-1)) -> t``, but not for a
+    root: the entry's and a loop body's roots stay tuple instructions."""
+    first = inst.operands[0] if inst.operands else None
+    if first is None or first.opcode is not Opcode.GET_TUPLE_ELEMENT or inst is ctx.comp.root:
+        return None
+    t = first.operands[0]
+    for k, x in enumerate(inst.operands):
+        if x.opcode is not Opcode.GET_TUPLE_ELEMENT or x.operands[0] is not t:
+            return None
+        if x.attrs_as(TupleIndex).index != k:
+            return None
+    return t if t.shape == inst.shape else None
+
+
 def single_concatenate(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
     """``concatenate(x) -> x``."""
     return inst.operands[0] if len(inst.operands) == 1 else None
@@ -222,6 +264,10 @@ RULES: dict[Opcode, list[Rule]] = {
     Opcode.BROADCAST: [identity_broadcast, broadcast_of_broadcast],
     Opcode.SLICE: [full_slice, slice_of_slice],
     Opcode.CONCATENATE: [single_concatenate],
+    Opcode.DYNAMIC_SLICE: [dynamic_slice_constant_starts],
+    Opcode.DYNAMIC_UPDATE_SLICE: [whole_update],
+    Opcode.GET_TUPLE_ELEMENT: [element_of_tuple],
+    Opcode.TUPLE: [tuple_of_elements],
     Opcode.DOT: DOT_RULES,
 }
 
