@@ -34,7 +34,7 @@ def _fixture(name: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return [data[f"arg{i}"] for i in range(count)], [data[f"result{i}"] for i in range(results)]
 
 
-@pytest.mark.parametrize("name", ["jax_mlp", "jax_two", "tf_dense"])
+@pytest.mark.parametrize("name", ["jax_mlp", "jax_two", "tf_dense", "jax_nested_jit"])
 def test_framework_hlo_compiles_and_matches(name: str) -> None:
     args, expected = _fixture(name)
     fn = aotc.compile(HLO / f"{name}.hlo")

@@ -403,7 +403,7 @@ def test_schedule_orders_every_computation() -> None:
 def test_graph_dumps_draw_loop_bodies(fmt: str) -> None:
     module = parse_module(_count(4))
     drawn = render(module, fmt)
-    assert "loop condition=cond" in drawn and "loop body=body" in drawn
+    assert "loop: condition=cond" in drawn and "loop: body=body" in drawn
     assert "bw" in drawn  # a body instruction is drawn
 
 

@@ -138,8 +138,10 @@ def _open_cluster(
     cluster = f"c{len(graph.clusters)}"
     k = next(k for k, c in enumerate(_drawn_callees(inst)) if c is callee)
     info = inst.opcode.info
-    role = f"branch {k}" if info.called_list else info.called[k]
-    graph.clusters[cluster] = f"{inst.name} {role}={callee.name}"
+    role = f"branch {k}=" if info.called_list else f"{info.called[k]}="
+    graph.clusters[cluster] = (
+        f"{inst.name}: {'' if inst.opcode is Opcode.FUSION else role}{callee.name}"
+    )
     graph.parents[cluster] = outer
     return cluster
 
