@@ -646,22 +646,16 @@ def _reduce(inst: Instruction, ops: list[Value]) -> Value:
 def _reduce_generic(
     comp: Computation, xs: list[np.ndarray], inits: list[np.ndarray], dims: tuple[int, ...]
 ) -> list[np.ndarray]:
-    """Reduce by halving: each round combines the two halves of the reduced axis at once."""
+    """Fold the reduced elements into the init values one at a time, in index order (as XLA's
+    HloEvaluator and aotc's kernels do), vectorized over the kept elements. The order matters
+    for reducers that are not associative."""
     kept = [d for d in range(xs[0].ndim) if d not in dims]
     kept_dims = [xs[0].shape[d] for d in kept]
     rows, count = math.prod(kept_dims), math.prod(xs[0].shape[d] for d in dims)
     cols = [np.transpose(x, [*kept, *dims]).reshape(rows, count) for x in xs]
-    while count > 1:
-        half = count // 2
-        pairs = apply_elementwise(
-            comp, [c[:, :half] for c in cols] + [c[:, half : 2 * half] for c in cols]
-        )
-        rest = [c[:, 2 * half :] for c in cols]
-        cols = [np.concatenate([p, r], axis=1) for p, r in zip(pairs, rest, strict=True)]
-        count = cols[0].shape[1]
     acc = [np.broadcast_to(init, (rows,)) for init in inits]
-    if count == 1:
-        acc = apply_elementwise(comp, acc + [c[:, 0] for c in cols])
+    for k in range(count):
+        acc = apply_elementwise(comp, acc + [c[:, k] for c in cols])
     return [a.reshape(kept_dims) for a in acc]
 
 

@@ -100,6 +100,8 @@ def depthwise_conv2d(
 ) -> Instruction:
     # [h, w, in, mult] -> [h, w, 1, in * mult]: one group per input channel, whose outputs are
     # that channel's `mult` consecutive output channels, as TF orders them.
+    if w.array_shape.rank != 4:
+        raise ShapeError(f"{node.op} needs a rank-4 filter [h, w, in, multiplier], got {w.shape}")
     h, wd, channels, mult = w.array_shape.dims
     flat = ctx.builder.reshape(w, [h, wd, 1, channels * mult])
     return convolve(ctx, node, x, flat, _FORMATS_2D)
