@@ -49,6 +49,21 @@ class Fetch:
 
 
 @dataclass(frozen=True)
+class Variable:
+    """A resource or reference variable of the graph (``VarHandleOp``, ``VariableV2``): an
+    argument after the feeds. Unless ``readonly``, the graph's updates are written back to
+    it in place. ``shape``/``dtype`` default to the variable node's; ``c_name``, ``origin``:
+    as for feeds."""
+
+    node: str
+    shape: tuple[int, ...] | None = None
+    dtype: np.dtype | None = None
+    readonly: bool = False
+    c_name: str | None = None
+    origin: str | None = None
+
+
+@dataclass(frozen=True)
 class Target:
     """What to generate code for; "host" means the machine running aotc."""
 
@@ -66,11 +81,13 @@ class Config:
     fetches: tuple[Fetch, ...] = ()
     target: Target = field(default_factory=Target)
     path: str | None = None
+    variables: tuple[Variable, ...] = ()
 
 
-_TOP_KEYS = ("name", "feeds", "fetches", "target")
+_TOP_KEYS = ("name", "feeds", "fetches", "variables", "target")
 _FEED_KEYS = ("name", "shape", "dtype")
 _FETCH_KEYS = ("name",)
+_VARIABLE_KEYS = ("name", "shape", "dtype", "readonly")
 _TARGET_KEYS = ("triple", "cpu", "features")
 
 
@@ -92,13 +109,15 @@ def parse_config(data: object, source: str = "<config>") -> Config:
     top = checker.mapping(data, "", _TOP_KEYS)
     feeds = checker.entries(top.get("feeds"), "feeds", _FEED_KEYS, checker.feed)
     fetches = checker.entries(top.get("fetches"), "fetches", _FETCH_KEYS, checker.fetch)
-    checker.no_duplicates(feeds, fetches)
+    variables = checker.entries(top.get("variables"), "variables", _VARIABLE_KEYS, checker.variable)
+    checker.no_duplicates(feeds, fetches, variables)
     return Config(
         name=checker.name(top.get("name")),
         feeds=tuple(feeds),
         fetches=tuple(fetches),
         target=checker.target(top.get("target")),
         path=source,
+        variables=tuple(variables),
     )
 
 
@@ -179,6 +198,17 @@ class _Checker:
     def fetch(self, entry: dict[str, Any], key: str) -> Fetch:
         return Fetch(self.tensor_ref(entry["name"], f"{key}.name"))
 
+    def variable(self, entry: dict[str, Any], key: str) -> Variable:
+        ref = self.tensor_ref(entry["name"], f"{key}.name")
+        if ref.index != 0:
+            self.fail(f"{key}.name", f"'{ref}': name the variable node, without an output index")
+        readonly = entry.get("readonly", False)
+        if not isinstance(readonly, bool):
+            self.fail(f"{key}.readonly", f"expected true or false, got {_show(readonly)}")
+        shape = self.shape(entry["shape"], f"{key}.shape") if "shape" in entry else None
+        dtype = self.dtype(entry["dtype"], f"{key}.dtype") if "dtype" in entry else None
+        return Variable(ref.node, shape, dtype, readonly)
+
     def shape(self, value: object, key: str) -> tuple[int, ...]:
         if not isinstance(value, list) or not all(_is_dim(d) for d in value):
             self.fail(key, f"expected a list of non-negative integers, got {_show(value)}")
@@ -189,9 +219,12 @@ class _Checker:
             self.fail(key, f"expected one of {', '.join(SUPPORTED_DTYPES)}; got {_show(value)}")
         return SUPPORTED_DTYPES[value]
 
-    def no_duplicates(self, feeds: list[Feed], fetches: list[Fetch]) -> None:
+    def no_duplicates(
+        self, feeds: list[Feed], fetches: list[Fetch], variables: list[Variable]
+    ) -> None:
         seen_feeds = self._first_index("feeds", "feed", [f.ref for f in feeds])
         self._first_index("fetches", "fetch", [f.ref for f in fetches])
+        self._first_index("variables", "variable", [TensorRef(v.node) for v in variables])
         for i, fetch in enumerate(fetches):
             if fetch.ref in seen_feeds:
                 self.fail(

@@ -110,21 +110,26 @@ def compile_graph(
     """
     front = load_frontend(graph_path, config_path, options)
     optimize(front.module, passes)
-    sig = front.signature
-    args = [
-        TensorInfo(f.name, p.array_shape)
-        for f, p in zip(sig.feeds, front.module.entry.parameters, strict=True)
-    ]
-    results = [
-        TensorInfo(f.name, r.array_shape)
-        for f, r in zip(sig.fetches, front.module.entry.root.operands, strict=True)
-    ]
+    args, results = interface(front.signature, front.module)
     with progress.stage("codegen"):
         spec = _target_spec(front.config, target)
-        model = compile_module(front.module, sig.name, args, results, spec)
+        model = compile_module(front.module, front.signature.name, args, results, spec)
     if model.report is not None:
         model.report.notes.extend(front.notes)
     return model
+
+
+def interface(sig: Signature, module: Module) -> tuple[list[TensorInfo], list[TensorInfo]]:
+    """The compiled function's arguments (feeds, then variables) and results (fetches)."""
+    params, feeds = module.entry.parameters, len(sig.feeds)
+    args = [TensorInfo(f.name, p.array_shape) for f, p in zip(sig.feeds, params, strict=False)]
+    args += [
+        TensorInfo(v.name, p.array_shape, variable=True, updated=v.updated)
+        for v, p in zip(sig.variables, params[feeds:], strict=True)
+    ]
+    fetched = module.entry.root.operands[: len(sig.fetches)]
+    results = [TensorInfo(f.name, r.array_shape) for f, r in zip(sig.fetches, fetched, strict=True)]
+    return args, results
 
 
 def optimize(module: Module, options: PipelineOptions | None = None) -> PipelineReport:

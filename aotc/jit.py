@@ -8,10 +8,12 @@ optimized IR that became ``object_bytes``), JIT-compiles it for the host and cal
     jit = JitModel.from_compiled(model)
     (probs,) = jit(np.zeros((1, 784), np.float32))
 
-Each call allocates its result arrays and a fresh ``ALIGN``-aligned temp buffer with numpy, so
-one ``JitModel`` may be called from several threads at once (the generated code has no global
-mutable state). Arguments must match the signature exactly: same dtype, same shape, no silent
-casts; a mismatch is an ``ArgumentError`` naming the argument.
+A variable the model updates is written back into the array passed for it (in place, as the C
+entry points do). Each call allocates its result arrays and a fresh ``ALIGN``-aligned temp
+buffer with numpy, so one ``JitModel`` may be called from several threads at once (the
+generated code has no global mutable state). Arguments must match the signature exactly:
+same dtype, same shape, no silent casts; a mismatch is an ``ArgumentError`` naming the
+argument.
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ class TensorSpec:
     name: str
     dtype: np.dtype
     shape: tuple[int, ...]
+    updated: bool = False  # a variable the call writes back into the caller's array
 
     @classmethod
     def of(cls, info: TensorInfo) -> TensorSpec:
-        return cls(info.name, np.dtype(info.shape.dtype.numpy), tuple(info.shape.dims))
+        dims = tuple(info.shape.dims)
+        return cls(info.name, np.dtype(info.shape.dtype.numpy), dims, info.updated)
 
     def describe(self) -> str:
         """``x: float32[1,784]``, the way the C header comments name tensors."""
@@ -101,11 +105,17 @@ def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
 def _checked(spec: TensorSpec, array: object) -> np.ndarray:
     if not isinstance(array, np.ndarray | np.generic):
         raise ArgumentError(f"argument {spec.describe()}: expected a numpy array, got {array!r}")
+    in_place = isinstance(array, np.ndarray) and array.flags.c_contiguous
     array = np.asarray(array)
     if array.dtype != spec.dtype:
         raise ArgumentError(f"argument {spec.describe()}: got dtype {array.dtype}; cast it first")
     if array.shape != spec.shape:
         raise ArgumentError(f"argument {spec.describe()}: got shape {list(array.shape)}")
+    if spec.updated and not (in_place and array.flags.writeable):
+        raise ArgumentError(
+            f"argument {spec.describe()}: a variable the model updates in place needs a "
+            "writable C-contiguous array (np.ascontiguousarray makes one)"
+        )
     return np.ascontiguousarray(array)
 
 

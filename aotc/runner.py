@@ -103,14 +103,17 @@ def run_graph(
     inputs: dict[str, Path],
     reference: bool = False,
 ) -> RunResult:
-    """Compile ``graph`` for the host, run it on ``inputs`` and return every output."""
+    """Compile ``graph`` for the host, run it on ``inputs`` and return every output: the
+    results, then the new value of each variable the model updates."""
     jit = JitModel.from_compiled(compile_graph(graph, config, HOST))
     arrays = ordered_arguments(jit.args, inputs)
+    before = [a.copy() for a in arrays]  # the call updates variables in place
     with progress.stage("run"):
         values = jit(*arrays)
     outputs = [Output(spec.name, v) for spec, v in zip(jit.results, values, strict=True)]
+    outputs += [Output(s.name, a) for s, a in zip(jit.args, arrays, strict=True) if s.updated]
     if reference:
-        outputs = _compare_with_reference(outputs, graph, config, arrays)
+        outputs = _compare_with_reference(outputs, graph, config, before)
     return RunResult(jit.args, outputs)
 
 

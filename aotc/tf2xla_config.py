@@ -10,7 +10,7 @@ a scalar, as in tfcompile. Errors name the file, the line (text files) and the f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -18,7 +18,7 @@ from typing import NoReturn
 import numpy as np
 from google.protobuf import message, text_format
 
-from aotc.config import C_KEYWORDS, Config, Feed, Fetch
+from aotc.config import C_KEYWORDS, Config, Feed, Fetch, Variable
 from aotc.errors import AotcError, ConfigError, InputFileError
 from aotc.frontend.node import TensorRef
 from aotc.frontend.tensor import SUPPORTED_DTYPES, dtype_name, numpy_dtype, tf_dtype
@@ -200,14 +200,13 @@ class _Converter:
         raise ConfigError(f"{self.where(path)}: {problem}")
 
     def config(self, proto: tf2xla.Config) -> Config:
-        if proto.variable:
-            self.fail("variable[0]", "variables are not supported yet; freeze them into the graph")
         if not proto.fetch:
             self.fail("fetch", "missing: list the results as fetch { id { node_name: ... } }")
         feeds = tuple(self.feed(f, f"feed[{i}]") for i, f in enumerate(proto.feed))
         fetches = tuple(self.fetch(f, f"fetch[{i}]") for i, f in enumerate(proto.fetch))
-        self.unique(feeds, fetches)
-        return Config(feeds=feeds, fetches=fetches, path=self.source)
+        variables = tuple(self.variable(v, f"variable[{i}]") for i, v in enumerate(proto.variable))
+        self.unique(feeds, fetches, variables)
+        return Config(feeds=feeds, fetches=fetches, path=self.source, variables=variables)
 
     def feed(self, feed: tf2xla.Feed, path: str) -> Feed:
         shape = self.shape(feed.shape, f"{path}.shape", exact=True)
@@ -227,6 +226,19 @@ class _Converter:
             self.c_name(fetch.name, f"{path}.name"),
             shape,
             self.dtype(fetch.type, f"{path}.type"),
+            self.where(path),
+        )
+
+    def variable(self, variable: tf2xla.Variable, path: str) -> Variable:
+        if not variable.node_name:
+            self.fail(f"{path}.node_name", "missing: name the variable node")
+        shape = self.shape(variable.shape, f"{path}.shape", exact=True)  # none: a scalar
+        return Variable(
+            variable.node_name,
+            shape,
+            self.dtype(variable.type, f"{path}.type"),
+            variable.readonly,
+            self.c_name(variable.name, f"{path}.name"),
             self.where(path),
         )
 
@@ -270,8 +282,11 @@ class _Converter:
             self.fail(path, f"{name!r} is not a valid C identifier")
         return name
 
-    def unique(self, feeds: tuple[Feed, ...], fetches: tuple[Fetch, ...]) -> None:
-        """Each tensor fed once and fetched once, never both; each C name used once."""
+    def unique(
+        self, feeds: tuple[Feed, ...], fetches: tuple[Fetch, ...], variables: tuple[Variable, ...]
+    ) -> None:
+        """Each tensor fed once and fetched once, never both; each variable declared once;
+        each C name used once."""
         fed = self._no_repeats([(f"feed[{i}].id", f.ref) for i, f in enumerate(feeds)], "feed")
         self._no_repeats([(f"fetch[{i}].id", f.ref) for i, f in enumerate(fetches)], "fetch")
         for i, fetch in enumerate(fetches):
@@ -280,9 +295,12 @@ class _Converter:
                 self.fail(f"fetch[{i}].id", f"{also}; an output cannot be an input")
         named = [(f"feed[{i}].name", f.c_name) for i, f in enumerate(feeds)]
         named += [(f"fetch[{i}].name", f.c_name) for i, f in enumerate(fetches)]
+        named += [(f"variable[{i}].name", v.c_name) for i, v in enumerate(variables)]
+        nodes = [(f"variable[{i}].node_name", v.node) for i, v in enumerate(variables)]
+        self._no_repeats(nodes, "variable")
         self._no_repeats([(path, name) for path, name in named if name], "C name")
 
-    def _no_repeats(self, items: list[tuple[str, object]], what: str) -> dict[object, str]:
+    def _no_repeats(self, items: Sequence[tuple[str, object]], what: str) -> dict[object, str]:
         """value -> the path of its first occurrence; a second one is an error."""
         first: dict[object, str] = {}
         for path, value in items:

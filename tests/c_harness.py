@@ -155,6 +155,44 @@ def run_compiled(
         return _read_results(work, model, "typed"), _read_results(work, model, "buffers")
 
 
+def run_calls(
+    model: CompiledModel, inputs: Sequence[np.ndarray], calls: int
+) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+    """Call the model ``calls`` times on the same buffers, alternating the typed and the
+    ``run_buffers`` entry: per call, the results and the updated arguments (variables)."""
+    arrays = [_as_argument(x, info.shape) for x, info in zip(inputs, model.args, strict=True)]
+    updated = [i for i, a in enumerate(model.args) if a.updated]
+    with tempfile.TemporaryDirectory(prefix="aotc_calls_") as tmp:
+        work = Path(tmp)
+        (work / f"{model.name}.o").write_bytes(model.object_bytes)
+        (work / f"{model.name}.h").write_text(model.header)
+        (work / "main.c").write_text(_calls_program(model, calls))
+        for i, array in enumerate(arrays):
+            (work / f"arg{i}.bin").write_bytes(array.tobytes())
+        _, undefined = exported_and_undefined_symbols(model.object_bytes)
+        _compile_and_run(work, model.name, ["-lm"] if undefined & LIBM_SYMBOLS else [], HOST)
+        return [
+            (
+                _read_results(work, model, f"call{c}"),
+                [_read(work / f"arg{i}.call{c}.bin", model.args[i].shape) for i in updated],
+            )
+            for c in range(calls)
+        ]
+
+
+def _read(path: Path, shape: Shape) -> np.ndarray:
+    return np.frombuffer(path.read_bytes(), dtype=shape.dtype.numpy).reshape(shape.dims).copy()
+
+
+def _calls_program(model: CompiledModel, calls: int) -> str:
+    program = _program(model)
+    start = program.index("/* Calls the model once")
+    loop = _CALLS.substitute(
+        name=model.name, upper=model.name.upper(), calls=calls, typed_call=_typed_call(model)
+    )
+    return program[:start] + loop
+
+
 def _as_argument(x: np.ndarray, shape: Shape) -> np.ndarray:
     array = np.asarray(x, dtype=shape.dtype.numpy, order="C")  # ascontiguousarray makes 0-d 1-d
     assert array.shape == shape.dims, f"input shape {array.shape} != {shape}"
@@ -304,11 +342,7 @@ def _read_results(work: Path, model: CompiledModel, call: str) -> list[np.ndarra
 def _program(model: CompiledModel) -> str:
     name, upper = model.name, model.name.upper()
     n_args, n_results = len(model.args), len(model.results)
-    arg_types = [C_TYPES[a.shape.dtype] for a in model.args]
-    result_types = [C_TYPES[r.shape.dtype] for r in model.results]
-    typed_args = [f"(const {t} *)args[{i}]" for i, t in enumerate(arg_types)]
-    typed_results = [f"({t} *)results[{j}]" for j, t in enumerate(result_types)]
-    typed_call = ", ".join([*typed_args, *typed_results, "temp"])
+    typed_call = _typed_call(model)
     arg_sizes = ", ".join([f"{upper}_ARG{i}_BYTES" for i in range(n_args)] + ["0"])
     result_sizes = ", ".join([f"{upper}_RESULT{j}_BYTES" for j in range(n_results)] + ["0"])
     arg_items = ", ".join([str(a.shape.dtype.byte_size) for a in model.args] + ["1"])
@@ -325,6 +359,18 @@ def _program(model: CompiledModel) -> str:
         result_items=result_items,
         checks=_table_checks(model),
     )
+
+
+def _typed_call(model: CompiledModel) -> str:
+    """The arguments of ``<name>_run`` from the ``args``/``results`` arrays and ``temp``."""
+    typed_args = [
+        f"({'' if a.updated else 'const '}{C_TYPES[a.shape.dtype]} *)args[{i}]"
+        for i, a in enumerate(model.args)
+    ]
+    typed_results = [
+        f"({C_TYPES[r.shape.dtype]} *)results[{j}]" for j, r in enumerate(model.results)
+    ]
+    return ", ".join([*typed_args, *typed_results, "temp"])
 
 
 def _table_checks(model: CompiledModel) -> str:
@@ -419,6 +465,39 @@ int main(int argc, char **argv) {
 ${checks}
   call(argv[1], 1, 0);
   call(argv[1], 0, 1);
+  return 0;
+}
+""")
+
+# main() of run_calls: the same argument, result and temp buffers for every call.
+_CALLS = string.Template(r"""
+int main(int argc, char **argv) {
+  const void *args[N_ARGS];
+  void *results[N_RESULTS];
+  char file[64];
+  CHECK(argc == 2);
+  for (int i = 0; i < N_ARGS - 1; ++i) {
+    void *p = aligned(arg_bytes[i]);
+    snprintf(file, sizeof file, "arg%d.bin", i);
+    read_file(argv[1], file, p, arg_bytes[i]);
+    args[i] = p;
+  }
+  for (int j = 0; j < N_RESULTS - 1; ++j) results[j] = aligned(result_bytes[j]);
+  void *temp = aligned(${upper}_TEMP_BYTES);
+  (void)arg_item;
+  (void)result_item;
+  for (int c = 0; c < ${calls}; ++c) {
+    int rc = c % 2 ? ${name}_run_buffers(args, results, temp) : ${name}_run(${typed_call});
+    CHECK(rc == 0);
+    for (int j = 0; j < N_RESULTS - 1; ++j) {
+      snprintf(file, sizeof file, "result%d.call%d.bin", j, c);
+      write_file(argv[1], file, results[j], result_bytes[j]);
+    }
+    for (int i = 0; i < N_ARGS - 1; ++i) {
+      snprintf(file, sizeof file, "arg%d.call%d.bin", i, c);
+      write_file(argv[1], file, args[i], arg_bytes[i]);
+    }
+  }
   return 0;
 }
 """)

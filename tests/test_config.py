@@ -75,11 +75,14 @@ def test_scalar_shape_and_explicit_nulls(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("- 1\n- 2\n", "expected a mapping with keys name, feeds, fetches, target; got [1, 2]"),
+        (
+            "- 1\n- 2\n",
+            "expected a mapping with keys name, feeds, fetches, variables, target; got [1, 2]",
+        ),
         ("just a string\n", "expected a mapping"),
         (
             "feed: [x]\n",
-            "unknown key 'feed' (expected one of: name, feeds, fetches, target); "
+            "unknown key 'feed' (expected one of: name, feeds, fetches, variables, target); "
             "did you mean 'feeds'?",
         ),
         ("feeds: [{name: x, shap: [1]}]\n", "feeds[0]: unknown key 'shap'"),

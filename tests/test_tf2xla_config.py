@@ -130,7 +130,7 @@ DECLARED = "fetch[0] 'y': the config declares"
         (FETCH_Y + FETCH_Y, ":5: fetch[1].id: duplicate fetch 'y' (same as fetch[0])"),
         (FEED_X + FETCH_Y.replace('"y"', '"x"'), ":6: fetch[0].id: 'x' is also a feed (feed[0])"),
         (FEED_X, ": fetch: missing: list the results"),
-        (FETCH_Y + 'variable {\n  node_name: "v"\n}\n', ":4: variable[0]: variables are not"),
+        (FETCH_Y + 'variable {\n  node_name: "v"\n}\n', ":4: variable[0] 'v': no node named 'v'"),
         (FEED_X.replace("784", "783") + FETCH_Y,
          ":1: feed[0] 'x': config shape [1, 783] does not fit"),
         (FEED_X + FETCH_Y.replace('"y"', '"ghost"'), ":5: fetch[0] 'ghost': no node named 'ghost'"),

@@ -121,16 +121,22 @@ Source = tuple[int, int]  # (id of the writing instruction, output number)
 ScratchSize = Callable[[Instruction], int]
 
 
-def assign_buffers(comp: Computation, scratch_size: ScratchSize | None = None) -> BufferAssignment:
+def assign_buffers(
+    comp: Computation,
+    scratch_size: ScratchSize | None = None,
+    late: frozenset[int] = frozenset(),
+) -> BufferAssignment:
     """Assign buffers for running ``comp``'s kernels in its instruction order (the schedule).
 
-    ``scratch_size(kernel)`` is the scratch bytes each kernel needs (default: none).
+    ``scratch_size(kernel)`` is the scratch bytes each kernel needs (default: none). The
+    results in ``late`` are copied after the last kernel, never written by one: their buffer
+    is an argument (an updated variable) that kernels may still read.
     """
     root = comp.root
     if root.opcode is not Opcode.TUPLE:
         raise CodegenError(f"the entry root %{root.name} must be a tuple of the results")
     order = scheduled(comp)
-    designated = _designate_results(root)
+    designated = _designate_results(root, late)
     result = BufferAssignment(kernels=[i for i in order if i.opcode not in NO_BUFFER])
     allocs = _allocate(result, designated, _last_uses(result.kernels, root))
     result.allocations = list(dict.fromkeys(allocs.values()))
@@ -155,14 +161,14 @@ def scheduled(comp: Computation) -> list[Instruction]:
     return [i for i in comp.instructions if id(i) in live]
 
 
-def _designate_results(root: Instruction) -> dict[Source, int]:
+def _designate_results(root: Instruction, late: frozenset[int]) -> dict[Source, int]:
     """Which kernel output writes straight into which result (first come, first served)."""
     designated: dict[Source, int] = {}
     for j, value in enumerate(root.operands):
         if value.is_tuple:
             raise CodegenError(f"result {j} (%{value.name}) is a tuple; results must be arrays")
         source = _source(value)
-        if source is not None and source not in designated:
+        if source is not None and source not in designated and j not in late:
             designated[source] = j
     return designated
 

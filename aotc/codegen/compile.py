@@ -68,11 +68,14 @@ def compile_module(
     """Compile ``module`` for ``target``; ``name`` prefixes every exported symbol and macro.
 
     The entry computation's parameters are the arguments in order, and its root is a tuple of
-    the results; ``args`` and ``results`` give their user-facing names and must match shapes.
+    the results, then the new value of each ``updated`` argument (written back through the
+    argument's pointer); ``args`` and ``results`` give their user-facing names and must match
+    shapes.
     """
-    _check_signature(module, args, results)
+    updated = [i for i, a in enumerate(args) if a.updated]
+    _check_signature(module, args, results, updated)
     tm, resolved = create_target_machine(target)
-    llvm_module, assignment = emit_module_assigned(module, name, vector_info(resolved))
+    llvm_module, assignment = emit_module_assigned(module, name, vector_info(resolved), updated)
     temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
     llvm_module.data_layout = str(tm.target_data)
@@ -92,7 +95,7 @@ def compile_module(
 
 
 def _check_signature(
-    module: Module, args: Sequence[TensorInfo], results: Sequence[TensorInfo]
+    module: Module, args: Sequence[TensorInfo], results: Sequence[TensorInfo], updated: list[int]
 ) -> None:
     entry = module.entry
     params = entry.parameters
@@ -101,7 +104,8 @@ def _check_signature(
     if entry.root.opcode is not Opcode.TUPLE:
         raise CodegenError(f"entry {entry.name} root %{entry.root.name} must be a tuple")
     _check_list("argument", [p.shape for p in params], args)
-    _check_list("result", [r.shape for r in entry.root.operands], results)
+    written = [*results, *(args[i] for i in updated)]
+    _check_list("result", [r.shape for r in entry.root.operands], written)
 
 
 def _check_list(kind: str, shapes: Sequence[object], infos: Sequence[TensorInfo]) -> None:

@@ -34,6 +34,7 @@ from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import function_builder
 from aotc.codegen.vector import GENERIC, VectorInfo, allow_wide_vectors
+from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, Module, Opcode
 
 KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value]], None]
@@ -51,6 +52,7 @@ class _Entry:
     constants: list[ir.Value]  # read-only globals; null for constants no kernel reads
     vector: VectorInfo = GENERIC
     pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
+    written_back: dict[int, int] = field(default_factory=dict)  # root element -> argument
 
 
 def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tuple[ir.Module, int]:
@@ -60,20 +62,25 @@ def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tupl
 
 
 def emit_module_assigned(
-    module: Module, name: str, vector: VectorInfo = GENERIC
+    module: Module, name: str, vector: VectorInfo = GENERIC, updated: Sequence[int] = ()
 ) -> tuple[ir.Module, BufferAssignment]:
     """The LLVM module for ``module`` and the buffer assignment it was emitted with.
 
     ``vector`` is the target's SIMD shape: kernels tile for it and size their scratch by it.
+    The last ``len(updated)`` root elements are written back to those arguments, after every
+    kernel has run (kernels may still read the old value).
     """
+    num_results = len(module.entry.root.operands) - len(updated)
+    written_back = {num_results + k: arg for k, arg in enumerate(updated)}
     assignment = assign_buffers(
-        module.entry, scratch_size=lambda inst: kernel_scratch_bytes(inst, vector)
+        module.entry,
+        scratch_size=lambda inst: kernel_scratch_bytes(inst, vector),
+        late=frozenset(written_back),
     )
     llvm_module = ir.Module(name=name)
-    run_buffers = _emit_run_buffers(llvm_module, name, assignment, vector)
+    run_buffers = _emit_run_buffers(llvm_module, name, assignment, vector, written_back)
     params = module.entry.parameters
-    results = module.entry.root.operands
-    _emit_typed_entry(llvm_module, name, run_buffers, len(params), len(results))
+    _emit_typed_entry(llvm_module, name, run_buffers, len(params), num_results)
     # Loop-vectorized kernels too: Intel AVX-512 cpus tune for 256-bit vectors by default.
     for fn in llvm_module.functions:
         if not fn.is_declaration:
@@ -82,7 +89,11 @@ def emit_module_assigned(
 
 
 def _emit_run_buffers(
-    llvm_module: ir.Module, name: str, assignment: BufferAssignment, vector: VectorInfo
+    llvm_module: ir.Module,
+    name: str,
+    assignment: BufferAssignment,
+    vector: VectorInfo,
+    written_back: dict[int, int],
 ) -> ir.Function:
     fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
     fn.attributes.add("nounwind")
@@ -94,9 +105,10 @@ def _emit_run_buffers(
     ]
     args, results, temp = fn.args
     entry = _Entry(llvm_module, builder, args, results, temp, constants, vector)
+    entry.written_back = written_back
     for inst in assignment.kernels:
         _call_kernel(entry, inst, assignment)
-    for copy in assignment.copies:
+    for copy in _copy_order(assignment.copies, written_back):
         _copy_result(entry, copy)
     builder.ret(ir.Constant(I32, 0))
     return fn
@@ -110,6 +122,30 @@ def _copy_result(entry: _Entry, copy: ResultCopy) -> None:
         emit_store_loop(b, buffer_reader(ins[0], copy.shape), outs[0], copy.shape)
 
     _call_function(entry, f"copy.result{copy.result}", [target], [source], body)
+
+
+def _copy_order(copies: list[ResultCopy], written_back: dict[int, int]) -> list[ResultCopy]:
+    """Result copies first, then the write-backs to arguments, each after every copy that
+    reads the argument it overwrites; an unchanged argument needs no write-back."""
+    plain = [c for c in copies if c.result not in written_back]
+    pending = [
+        c
+        for c in copies
+        if c.result in written_back and c.source != Buffer(BufferKind.ARG, written_back[c.result])
+    ]
+    ordered: list[ResultCopy] = []
+    while pending:
+        read = {c.source.index for c in pending if c.source.kind is BufferKind.ARG}
+        ready = [c for c in pending if written_back[c.result] not in read]
+        if not ready:
+            args = sorted(written_back[c.result] for c in pending)
+            raise CodegenError(
+                f"arguments {args} are updated with each other's values (a cycle, such as a "
+                "swap of two variables); aotc cannot write them back in place"
+            )
+        ordered += ready
+        pending = [c for c in pending if c not in ready]
+    return plain + ordered
 
 
 def _constants_read(assignment: BufferAssignment, vector: VectorInfo) -> set[int]:
@@ -150,8 +186,16 @@ def _materialize(entry: _Entry, buffer: Buffer) -> ir.Value:
         return entry.constants[buffer.index]
     if buffer.kind is BufferKind.TEMP:
         return b.gep(entry.temp, [i64(buffer.offset)], inbounds=True, source_etype=I8)
-    table = entry.args if buffer.kind is BufferKind.ARG else entry.results
-    slot = b.gep(table, [i64(buffer.index)], inbounds=True, source_etype=PTR)
+    table, index = (
+        (entry.args, buffer.index)
+        if buffer.kind is BufferKind.ARG
+        else (
+            (entry.args, entry.written_back[buffer.index])
+            if buffer.index in entry.written_back
+            else (entry.results, buffer.index)
+        )
+    )
+    slot = b.gep(table, [i64(index)], inbounds=True, source_etype=PTR)
     return b.load(slot, typ=PTR)
 
 

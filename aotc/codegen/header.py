@@ -46,8 +46,10 @@ def dtype_name(dtype: PrimitiveType) -> str:
 
 
 def describe(info: TensorInfo) -> str:
-    """``x: float32[1,784]``, safe inside a C comment."""
+    """``x: float32[1,784]`` (``, variable, updated in place``), safe inside a C comment."""
     text = f"{info.name}: {dtype_name(info.shape.dtype)}[{','.join(map(str, info.shape.dims))}]"
+    if info.variable:
+        text += ", variable, " + ("updated in place" if info.updated else "read-only")
     return text.replace("*/", "* /")
 
 
@@ -137,17 +139,38 @@ def _macros(
 def _prototypes(name: str, args: Sequence[TensorInfo], results: Sequence[TensorInfo]) -> str:
     names = parameter_names([*args, *results])
     arg_names, result_names = names[: len(args)], names[len(args) :]
-    params = [f"const {C_TYPES[a.shape.dtype]} *{n}" for a, n in zip(args, arg_names, strict=True)]
+    params = [
+        f"{'' if a.updated else 'const '}{C_TYPES[a.shape.dtype]} *{n}"
+        for a, n in zip(args, arg_names, strict=True)
+    ]
     params += [f"{C_TYPES[r.shape.dtype]} *{n}" for r, n in zip(results, result_names, strict=True)]
     params.append("void *temp")
+    notes = _variables_comment(args, arg_names)
     return f"""/* Runs the model; returns 0 on success. Arguments and results are row-major arrays
    with their element type's natural alignment (no stronger alignment is assumed); results
-   must not overlap arguments or each other. Reentrant: no global mutable state, no heap. */
+   must not overlap arguments or each other. Reentrant: no global mutable state, no heap.{notes} */
 int {name}_run({", ".join(params)});
 
 /* The same, with the buffers passed as arrays of pointers in argument and result order. */
 int {name}_run_buffers(const void *const *args, void *const *results, void *temp);
 """
+
+
+def _variables_comment(args: Sequence[TensorInfo], names: Sequence[str]) -> str:
+    """Which arguments are the graph's variables, for the prototype's comment."""
+    variables = [(a, n) for a, n in zip(args, names, strict=True) if a.variable]
+    if not variables:
+        return ""
+    updated = [n for a, n in variables if a.updated]
+    readonly = [n for a, n in variables if not a.updated]
+    text = "\n   Variables (arguments after the feeds): "
+    if updated:
+        text += f"{', '.join(updated)} updated in place (the new value is written through the"
+        text += " pointer after everything else ran)"
+    if readonly:
+        text += "; " if updated else ""
+        text += f"{', '.join(readonly)} read-only"
+    return "\n   ".join(textwrap.wrap(text.strip("\n "), 90)).join(["\n   ", "."])
 
 
 def _tables(name: str, args: Sequence[TensorInfo], results: Sequence[TensorInfo]) -> str:

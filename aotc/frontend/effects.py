@@ -70,13 +70,17 @@ def effect_of(op: str) -> Effect:
 
 
 def check_effects(
-    graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = ()
+    graph: Graph,
+    fetches: Iterable[TensorRef],
+    feeds: Iterable[TensorRef] = (),
+    honoured: Iterable[str] = (),
 ) -> list[Node]:
     """Raise one error listing the effects a compiled function would lose; else return the
-    nodes dropped as tfcompile drops them (Asserts), for a note."""
-    fetches, feeds = list(fetches), list(feeds)
+    nodes dropped as tfcompile drops them (Asserts), for a note. ``honoured`` nodes (variable
+    updates the translation runs) lose nothing."""
+    fetches, feeds, kept = list(fetches), list(feeds), set(honoured)
     reached = graph.control_reached(fetches, feeds)
-    kinds = {n.name: effect_of(n.op) for n in reached}
+    kinds = {n.name: Effect.NONE if n.name in kept else effect_of(n.op) for n in reached}
     lost = _LostEffects(
         [n for n in reached if kinds[n.name] is Effect.STATEFUL],
         [n for n in reached if kinds[n.name] is Effect.UNKNOWN],

@@ -79,6 +79,24 @@ class Graph:
                 stack.extend(reversed(self._data_inputs(self.nodes[ref.node])))
         return needed
 
+    def execution_order(
+        self,
+        fetches: Iterable[TensorRef],
+        feeds: Iterable[TensorRef] = (),
+        effects: Iterable[str] = (),
+    ) -> list[Node]:
+        """``prune``'s nodes plus the ``effects`` nodes (reached through control inputs and run
+        for their effect, e.g. variable updates) with what they need, in an order that honours
+        control inputs among them too: the program order stateful nodes need."""
+        fed, extra = frozenset(feeds), list(effects)
+        refs = [*fetches, *(ref for name in extra for ref in self._data_inputs(self.nodes[name]))]
+        for ref in refs:
+            self._check_ref(ref, f"{self.path}: tensor '{ref}'")
+        needed = self._needed(refs, fed)
+        for name in extra:
+            needed.setdefault(name, True)
+        return self._topological(needed, control=True)
+
     def control_reached(
         self, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = ()
     ) -> list[Node]:
@@ -114,9 +132,9 @@ class Graph:
         if outputs is not None and ref.index >= outputs:
             raise GraphError(f"{what}: node '{ref.node}' has only {outputs} output(s)")
 
-    def _topological(self, expanded: dict[str, bool]) -> list[Node]:
+    def _topological(self, expanded: dict[str, bool], control: bool = False) -> list[Node]:
         # Kahn's algorithm with the file position as priority.
-        preds = {name: self._preds(name, expanded) for name in expanded}
+        preds = {name: self._preds(name, expanded, control) for name in expanded}
         succs: dict[str, list[str]] = {name: [] for name in expanded}
         for name, inputs in preds.items():
             for p in inputs:
@@ -137,10 +155,14 @@ class Graph:
             self._raise_cycle({n for n, w in waiting.items() if w > 0}, preds)
         return order
 
-    def _preds(self, name: str, expanded: dict[str, bool]) -> set[str]:
+    def _preds(self, name: str, expanded: dict[str, bool], control: bool) -> set[str]:
         if not expanded[name]:
             return set()
-        return {ref.node for ref in self.nodes[name].inputs}
+        node = self.nodes[name]
+        preds = {ref.node for ref in node.inputs}
+        if control:
+            preds.update(c for c in node.control_inputs if c in expanded)
+        return preds
 
     def _raise_cycle(self, stuck: set[str], preds: dict[str, set[str]]) -> NoReturn:
         # Every stuck node waits on a stuck predecessor, so walking back must revisit a node.

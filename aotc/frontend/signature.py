@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aotc.config import Config, Feed, Fetch, c_identifier
+from aotc.config import Config, Feed, Fetch, Variable, c_identifier
 from aotc.errors import ConfigError, GraphError, UnsupportedError
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.node import Node, TensorRef
@@ -34,7 +34,10 @@ NOT_OUTPUTS = frozenset(
 )  # fmt: skip
 
 
-_SINGULAR = {"feeds": "feed", "fetches": "fetch"}
+_SINGULAR = {"feeds": "feed", "fetches": "fetch", "variables": "variable"}
+
+# The nodes a variable argument stands for: resource variables and TF1 reference variables.
+VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,29 @@ class FetchSpec:
 
 
 @dataclass(frozen=True)
+class VariableSpec:
+    """A variable argument (after the feeds): its C ``name``, the variable ``node``, dtype,
+    shape, and whether the compiled function writes the graph's updates back (``updated``)."""
+
+    name: str
+    node: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    updated: bool
+    label: str = field(default="", compare=False)  # for messages only
+
+
+@dataclass(frozen=True)
 class Signature:
-    """The compiled function: a C identifier ``name``, arguments and results in order."""
+    """The compiled function: a C identifier ``name``, arguments and results in order.
+
+    Arguments are the feeds, then the variables; results are the fetches (an updated variable
+    is written back through its argument, not returned)."""
 
     name: str
     feeds: tuple[TensorSpec, ...]
     fetches: tuple[FetchSpec, ...]
+    variables: tuple[VariableSpec, ...] = ()
 
 
 def model_stem(path: str | Path) -> str:
@@ -106,8 +126,12 @@ def resolve_signature(
         for i, f in enumerate(feed_list)
     )
     _check_all_placeholders_fed(graph, feeds, fetches, where)
+    variables = tuple(
+        _variable_spec(graph, v, where.entry("variables", i, v, True))
+        for i, v in enumerate(config.variables)
+    )
     stem = model_stem(graph_path if graph_path is not None else graph.path)
-    return Signature(c_identifier(config.name or stem), feeds, fetches)
+    return Signature(c_identifier(config.name or stem), feeds, fetches, variables)
 
 
 class _Where:
@@ -117,14 +141,15 @@ class _Where:
         self.config_path = config.path
         self.graph_path = graph.path
 
-    def entry(self, key: str, index: int, entry: Feed | Fetch, from_config: bool) -> str:
+    def entry(self, key: str, index: int, entry: Feed | Fetch | Variable, from_config: bool) -> str:
         """``model.yaml: feeds[0] 'x'`` for config entries (or the entry's own origin),
         ``model.pb: feed 'x'`` else."""
+        name = entry.node if isinstance(entry, Variable) else entry.ref
         if entry.origin:
-            return f"{entry.origin} '{entry.ref}'"
+            return f"{entry.origin} '{name}'"
         if from_config and self.config_path:
-            return f"{self.config_path}: {key}[{index}] '{entry.ref}'"
-        return f"{self.graph_path}: {_SINGULAR[key]} '{entry.ref}'"
+            return f"{self.config_path}: {key}[{index}] '{name}'"
+        return f"{self.graph_path}: {_SINGULAR[key]} '{name}'"
 
 
 def inferred_fetches(graph: Graph) -> list[Fetch]:
@@ -229,6 +254,39 @@ def _graph_shape(node: Node, ref: TensorRef) -> tuple[int, ...] | None:
     if shape is not None and not isinstance(shape, tuple):
         raise GraphError(f"{node.label}: attribute 'shape' is not a tensor shape")
     return shape
+
+
+def _variable_spec(graph: Graph, variable: Variable, label: str) -> VariableSpec:
+    node = _node_for(graph, TensorRef(variable.node), label)
+    if node.op not in VARIABLE_OPS:
+        raise ConfigError(f"{label}: {node.label} is not a variable ({', '.join(VARIABLE_OPS)})")
+    graph_dtype = node.dtype_attr("dtype")
+    if variable.dtype is not None and variable.dtype != graph_dtype:
+        raise ConfigError(
+            f"{label}: config dtype {variable.dtype} disagrees with the graph's {graph_dtype}"
+        )
+    if graph_dtype not in SUPPORTED_DTYPES.values():
+        raise UnsupportedError(f"{label}: dtype {graph_dtype} is not supported for variables")
+    shape = _variable_shape(node, variable, label)
+    name = variable.c_name or variable.node
+    return VariableSpec(name, node.name, graph_dtype, shape, not variable.readonly, label)
+
+
+def _variable_shape(node: Node, variable: Variable, label: str) -> tuple[int, ...]:
+    graph_shape = node.attr("shape", None)
+    if graph_shape is not None and not isinstance(graph_shape, tuple):
+        raise GraphError(f"{node.label}: attribute 'shape' is not a tensor shape")
+    if variable.shape is None:
+        if graph_shape is None or -1 in graph_shape:
+            known = "unknown" if graph_shape is None else _dims(graph_shape)
+            raise ConfigError(f"{label}: the graph's shape is {known}; give the variable's shape")
+        return graph_shape
+    if graph_shape is not None and not _compatible(graph_shape, variable.shape):
+        raise ConfigError(
+            f"{label}: config shape {_dims(variable.shape)} does not fit the graph's "
+            f"{_dims(graph_shape)} ({node.label})"
+        )
+    return variable.shape
 
 
 def _compatible(graph_shape: tuple[int, ...], shape: tuple[int, ...]) -> bool:

@@ -17,6 +17,7 @@ from aotc.frontend.graphdef import Graph
 from aotc.frontend.node import Node, TensorRef
 from aotc.frontend.ops.registry import lookup
 from aotc.frontend.signature import Signature
+from aotc.frontend.variables import VariableState, check_variables, updated_variable
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate_computation
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode
@@ -34,6 +35,7 @@ class TranslationContext:
         self.module = module
         self.builder = builder
         self.node: Node | None = None
+        self.variables: VariableState | None = None  # set while translating a graph
 
     def constant_value(self, value: Instruction, what: str = "input") -> np.ndarray:
         """The value of ``value`` if it does not depend on any feed, else a clear error."""
@@ -111,32 +113,47 @@ def _byte_size(inst: Instruction) -> int:
 def translate_graph(graph: Graph, signature: Signature, notes: list[str] | None = None) -> Module:
     """Translate the part of ``graph`` the signature's fetches need into an HLO module.
 
-    Side effects the fetches depend on are an error unless dropping them is harmless
-    (aotc/frontend/effects.py); the note on what was dropped is appended to ``notes``.
+    Parameters are the feeds, then the variables; the root tuple holds the fetches, then the
+    final value of each updated variable. Variable updates the fetches depend on through
+    control inputs run in program order (aotc/frontend/variables.py); other side effects are
+    an error unless dropping them is harmless (aotc/frontend/effects.py), and the note on
+    what was dropped is appended to ``notes``.
     """
-    feeds = {f.ref for f in signature.feeds}
+    fed = {f.ref for f in signature.feeds} | {TensorRef(v.node) for v in signature.variables}
     fetches = [f.ref for f in signature.fetches]
-    nodes = graph.prune(fetches, list(feeds))
-    needed = {*fetches, *(ref for n in nodes for ref in n.inputs)}
+    reached = graph.control_reached(fetches, fed)
+    updates = [n.name for n in reached if updated_variable(graph, n) is not None]
+    order = graph.execution_order(fetches, fed, updates)
+    check_variables(graph, order, signature.variables)
     # A node is computed unless every one of its outputs that is needed is fed.
-    nodes = [n for n in nodes if any(r.node == n.name and r not in feeds for r in needed)]
+    needed = {*fetches, *(ref for n in order for ref in n.inputs)}
+    computed = {r.node for r in needed if r not in fed} | set(updates)
+    nodes = [n for n in order if n.name in computed]
     check_supported(graph, nodes)
-    note = dropped_note(check_effects(graph, fetches, feeds))
+    note = dropped_note(check_effects(graph, fetches, fed, honoured=updates))
     if note and notes is not None:
         notes.append(note)
+    return _build(graph, signature, nodes)
 
+
+def _build(graph: Graph, signature: Signature, nodes: list[Node]) -> Module:
     mb = ModuleBuilder(signature.name)
     ctx = TranslationContext(mb, mb.computation("main"))
+    ctx.variables = VariableState(graph, signature.variables)
     values: dict[TensorRef, Instruction] = {}
     for number, feed in enumerate(signature.feeds):
         shape = Shape(PrimitiveType.from_numpy(feed.dtype), tuple(feed.shape))
         values[feed.ref] = ctx.builder.parameter(number, shape, feed.ref.node)
+    for number, var in enumerate(signature.variables, len(signature.feeds)):
+        shape = Shape(PrimitiveType.from_numpy(var.dtype), tuple(var.shape))
+        ctx.variables.start(var.node, ctx.builder.parameter(number, shape, var.node))
     for node in nodes:
         _translate_node(ctx, graph, node, values)
-    results = [_value_of(values, graph, f.ref, "fetch") for f in signature.fetches]
+    results = [_input(ctx, values, graph, f.ref, "fetch") for f in signature.fetches]
     for spec, value in zip(signature.fetches, results, strict=True):
         spec.check(value.array_shape.dtype.numpy, value.array_shape.dims)
-    return mb.build(ctx.builder.build(ctx.builder.tuple(results)))
+    root = ctx.builder.tuple([*results, *ctx.variables.written()])
+    return mb.build(ctx.builder.build(root))
 
 
 def check_supported(graph: Graph, nodes: Sequence[Node]) -> None:
@@ -156,7 +173,7 @@ def _translate_node(
 ) -> None:
     translator = lookup(node.op)
     assert translator is not None  # check_supported ran first
-    inputs = [_value_of(values, graph, ref, f"input of '{node.name}'") for ref in node.inputs]
+    inputs = [_input(ctx, values, graph, ref, f"input of '{node.name}'") for ref in node.inputs]
     ctx.node = node
     _check_arity(translator, node, len(inputs))
     try:
@@ -179,6 +196,18 @@ def _check_arity(translator: Callable[..., object], node: Node, count: int) -> N
         raise GraphError(
             f"{node.label}: {count} data input(s) is not a valid input count for {node.op}"
         ) from None
+
+
+def _input(
+    ctx: TranslationContext,
+    values: dict[TensorRef, Instruction],
+    graph: Graph,
+    ref: TensorRef,
+    what: str,
+) -> Instruction:
+    """The value ``ref`` has where it is read: a variable's current value, else its own."""
+    current = ctx.variables.value_of(ref) if ctx.variables is not None else None
+    return current if current is not None else _value_of(values, graph, ref, what)
 
 
 def _value_of(

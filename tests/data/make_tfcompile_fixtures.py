@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""TF1-style graphs for tfcompile compatibility: side effects behind control inputs.
+"""TF1-style graphs for tfcompile compatibility: side effects behind control inputs, variables.
 
 Run in a TensorFlow environment (see make_fixtures.py)::
 
@@ -21,6 +21,11 @@ variables, ``control_dependencies``), not through ``tf.function``. Writes under
 * ``effects_print.pb``: ``y = x * 2`` ordered after a group of a ``PrintV2``, a queue
   enqueue and a ``WriteFile`` (never run here: only the graph is written).
 * ``effects_assert.pb``: ``diff = x - y`` ordered after an ``Assert(all(x == y))``.
+* ``variables_mixed.pb``: every update op (``AssignVariableOp``, ``AssignSubVariableOp``, and
+  the reference ``Assign``, ``AssignAdd``, ``AssignSub``) on a resource and a reference
+  variable, ordered by control inputs; its ``.npz`` holds two consecutive calls
+  (``call{c}_result0``, ``call{c}_var{k}``) after ``arg0`` (the feed) and the variables'
+  initial values.
 * ``mlp.config.pb``: ``configs/mlp.config.pbtxt`` read and written in binary by TensorFlow's
   own ``tf2xla_pb2``.
 
@@ -154,6 +159,50 @@ def make_effect_fixtures() -> None:
     write("effects_assert", graph_def(g), yaml, {"arg0": x, "arg1": x, "result0": diff})
 
 
+def mixed_variables_graph() -> tf.Graph:
+    """Every update op on a resource variable ``v`` and a reference variable ``r``, each access
+    ordered by edges (``tf.identity`` reads an update's result where it happens)."""
+    g = tf.Graph()
+    with g.as_default():
+        a = v1.placeholder(tf.float32, [2], name="a")
+        v = v1.Variable([1.0, 2.0], name="v", use_resource=True)
+        r = v1.Variable([10.0, 20.0], name="r", use_resource=False)
+        read0 = v.read_value()
+        with tf.control_dependencies([read0]):
+            u1 = tf.identity(v.assign(a * 2.0))  # AssignVariableOp, then a read ordered by it
+        with tf.control_dependencies([u1]):
+            u2 = r.assign_add(u1)  # AssignAdd (reference)
+        with tf.control_dependencies([u2]):
+            u3 = v1.assign_sub(r, a)  # AssignSub (reference)
+        with tf.control_dependencies([u3]):
+            r_now = tf.identity(r, name="r_now")  # a read of the reference
+            v_now = tf.identity(v.assign_sub(read0))  # AssignSubVariableOp, then a read
+        with tf.control_dependencies([v1.assign(r, r_now * 0.5)]):  # Assign (reference)
+            tf.stack([read0, u1, r_now, v_now], name="out")
+    return g
+
+
+def make_mixed_variables_fixture(calls: int = 2) -> None:
+    """``variables_mixed``: two calls in one session; ``arg0..`` are the feed then the
+    variables' initial values, ``call{c}_result0`` / ``call{c}_var{k}`` what TF gives."""
+    g = mixed_variables_graph()
+    a = np.array([1.0, 3.0], np.float32)
+    arrays = {"arg0": a}
+    with v1.Session(graph=g) as sess:
+        sess.run(v1.global_variables_initializer())
+        variables = {v.op.name: v for v in g.get_collection("variables")}
+        arrays["arg1"], arrays["arg2"] = sess.run([variables["v"].value(), variables["r"].value()])
+        for c in range(calls):
+            arrays[f"call{c}_result0"] = sess.run("out:0", {"a:0": a})
+            for k, name in enumerate(("v", "r")):
+                arrays[f"call{c}_var{k}"] = sess.run(variables[name].value())
+    yaml = (
+        "name: variables_mixed\nfeeds: [a]\nfetches: [out]\n"
+        "variables:\n  - {name: v}\n  - {name: r, shape: [2], dtype: float32}\n"
+    )
+    write("variables_mixed", graph_def(g), yaml, arrays)
+
+
 # --------------------------------------------------------------------------- configs
 
 
@@ -172,6 +221,7 @@ def main() -> int:
     OUT_DIR.mkdir(exist_ok=True)
     make_variable_fixtures()
     make_effect_fixtures()
+    make_mixed_variables_fixture()
     make_config_fixtures()
     for path in sorted(OUT_DIR.iterdir()):
         print(path.relative_to(REPO), path.stat().st_size)

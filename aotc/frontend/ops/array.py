@@ -37,7 +37,7 @@ def identity_n(ctx: TranslationContext, node: Node, *xs: Instruction) -> list[In
     return list(xs)
 
 
-@translates("NoOp", note="has no outputs; control dependencies are ignored")
+@translates("NoOp", note="has no outputs; what its control inputs reach is checked for effects")
 def no_op(ctx: TranslationContext, node: Node) -> list[Instruction]:
     return []
 
