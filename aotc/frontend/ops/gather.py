@@ -86,7 +86,10 @@ def one_hot(
     b, dims = ctx.builder, indices.array_shape.dims
     if indices.array_shape.dtype not in (PrimitiveType.S32, PrimitiveType.S64):
         indices = b.convert(indices, PrimitiveType.S64)  # so the iota cannot wrap (uint8)
-    (count,) = constant_ints(ctx, depth, "depth input")
+    counts = constant_ints(ctx, depth, "depth input")
+    if len(counts) != 1:
+        raise ShapeError(f"the depth input must hold one value, got {len(counts)}")
+    (count,) = counts
     axis = normalize_axis(node.int_attr("axis", -1), len(dims) + 1)
     out = [*dims[:axis], count, *dims[axis:]]
     kept = [d for d in range(len(out)) if d != axis]
