@@ -126,7 +126,7 @@ INPUTS = {
 
 
 def _can_build_32_bit() -> bool:
-    """``cc -m32`` works (gcc-multilib, which .ci/run installs)."""
+    """``cc -m32`` works (gcc-12-multilib, which .ci/run installs)."""
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "t.c"
         source.write_text("int main(void) { return 0; }\n")
@@ -151,8 +151,8 @@ def outputs(request: pytest.FixtureRequest) -> dict[str, np.ndarray]:
     target, cflags = TARGETS[request.param]
     if cflags and not _can_build_32_bit():
         if os.environ.get("CI"):
-            pytest.fail("CI must be able to build and run 32-bit x86 programs (gcc-multilib)")
-        pytest.skip("cc -m32 cannot build and run programs here (install gcc-multilib)")
+            pytest.fail("CI must be able to build and run 32-bit x86 programs (gcc-12-multilib)")
+        pytest.skip("cc -m32 cannot build and run programs here (install gcc-12-multilib)")
     names = list(FUNCTIONS)
     shape = Shape(PrimitiveType.F32, (N,))
     body = "\n".join(
