@@ -73,7 +73,7 @@ class Fixture:
     pbtxt: bool = False
     doc: str = ""
     functions: bool = False  # the frozen graph keeps a function library (calls, While, If)
-    lower_control_flow: bool = True  # freezing lowers While/If to v1 frames (TF's default)
+    lower_control_flow: bool | None = True  # lower While/If to v1 frames (TF's default); see freeze
     out_dir: Path = OUT_DIR
     # filled in by build():
     graph_def: tf.compat.v1.GraphDef | None = None
@@ -83,12 +83,18 @@ class Fixture:
 
 
 def freeze(
-    fn, lower_control_flow: bool = True
+    fn, lower_control_flow: bool | None = True
 ) -> tuple[tf.compat.v1.GraphDef, list[str], list[str]]:
     """Freeze ``fn`` (a tf.function with input_signature) and return
-    (graph_def, placeholder node names in argument order, output fetch names)."""
+    (graph_def, placeholder node names in argument order, output fetch names).
+    ``lower_control_flow=None`` takes the function's own graph, for one without variables:
+    freezing runs grappler, which lowers ``Case`` even with ``lower_control_flow=False``."""
     concrete = fn.get_concrete_function()
-    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower_control_flow)
+    if lower_control_flow is None:
+        assert not concrete.captured_inputs, "a function with variables must be frozen"
+        frozen = concrete
+    else:
+        frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower_control_flow)
     graph_def = frozen.graph.as_graph_def()
     feed_names = [t.name for t in frozen.inputs]
     fetch_names = [t.name for t in frozen.outputs]
@@ -99,8 +105,10 @@ def freeze(
 def canonicalize_placeholders(graph_def, arg_order: list[str]) -> None:
     """TF emits the Placeholder nodes in an order that varies from run to run
     (set iteration). Put them, within the slots they already occupy, in argument
-    order, so reruns are byte-identical. Node order carries no meaning in a GraphDef."""
-    slots = [i for i, n in enumerate(graph_def.node) if n.op == "Placeholder"]
+    order, so reruns are byte-identical. Node order carries no meaning in a GraphDef.
+    (Lowered control flow adds ``unused_control_flow_input`` Placeholders: they stay put.)"""
+    args = set(arg_order)
+    slots = [i for i, n in enumerate(graph_def.node) if n.op == "Placeholder" and n.name in args]
     by_name = {graph_def.node[i].name: graph_def.node[i] for i in slots}
     assert sorted(by_name) == sorted(arg_order), (sorted(by_name), arg_order)
     ordered = [tf.compat.v1.NodeDef.FromString(by_name[n].SerializeToString()) for n in arg_order]
