@@ -1,4 +1,4 @@
-"""The TensorFlow fixtures under tests/data/tf: graph, config, and TF's inputs and outputs."""
+"""Fixtures under tests/data: TF graphs with config, inputs and TF's outputs; HLO text + npz."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import numpy as np
 
 TF_DATA = Path(__file__).parent / "data" / "tf"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp"
+CONTROL_FLOW_DATA = Path(__file__).parent / "data" / "control_flow"
+HLO_DATA = Path(__file__).parent / "data" / "hlo"
 
 
 @dataclass(frozen=True)
@@ -20,21 +22,31 @@ class Fixture:
     results: list[np.ndarray]
 
 
-def load_fixture(name: str) -> Fixture:
-    data = np.load(TF_DATA / f"{name}.npz")
+def load_fixture(name: str, folder: Path = TF_DATA) -> Fixture:
+    args, results = _arrays(folder / f"{name}.npz")
+    return Fixture(name, folder / f"{name}.pb", folder / f"{name}.yaml", args, results)
+
+
+def fixture_names(folder: Path = TF_DATA) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.npz"))
+
+
+def load_hlo_fixture(name: str) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
+    """``tests/data/hlo/NAME.hlo``, its arguments and the framework's results."""
+    return (HLO_DATA / f"{name}.hlo", *_arrays(HLO_DATA / f"{name}.npz"))
+
+
+def _arrays(path: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    data = np.load(path)
     args = [data[f"arg{i}"] for i in range(_count(data.files, "arg"))]
     results = [data[f"result{i}"] for i in range(_count(data.files, "result"))]
-    return Fixture(name, TF_DATA / f"{name}.pb", TF_DATA / f"{name}.yaml", args, results)
+    return args, results
 
 
 def load_example() -> Fixture:
     """The bundled example (examples/mlp) as a fixture named ``mlp``."""
     data = np.load(EXAMPLE / "expected.npz")
     return Fixture("mlp", EXAMPLE / "mlp.pb", EXAMPLE / "mlp.yaml", [data["x"]], [data["y"]])
-
-
-def fixture_names() -> list[str]:
-    return sorted(p.stem for p in TF_DATA.glob("*.npz"))
 
 
 def _count(files: list[str], prefix: str) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from fixtures import assert_close
+from fixtures import HLO_DATA, assert_close, load_hlo_fixture
 
 import aotc
 from aotc.cli import main
@@ -16,7 +16,7 @@ from aotc.errors import ConfigError, HloError
 from aotc.frontend.hlo_input import is_hlo_file, load_hlo
 from aotc.hlo.ir import Opcode
 
-HLO = Path(__file__).parent / "data" / "hlo"
+HLO = HLO_DATA
 
 SMALL = """HloModule small, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
 
@@ -27,17 +27,10 @@ ENTRY main.1 {
 """
 
 
-def _fixture(name: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    data = np.load(HLO / f"{name}.npz")
-    count = sum(1 for k in data.files if k.startswith("arg"))
-    results = sum(1 for k in data.files if k.startswith("result"))
-    return [data[f"arg{i}"] for i in range(count)], [data[f"result{i}"] for i in range(results)]
-
-
 @pytest.mark.parametrize("name", ["jax_mlp", "jax_two", "tf_dense", "jax_nested_jit"])
 def test_framework_hlo_compiles_and_matches(name: str) -> None:
-    args, expected = _fixture(name)
-    fn = aotc.compile(HLO / f"{name}.hlo")
+    path, args, expected = load_hlo_fixture(name)
+    fn = aotc.compile(path)
     out = fn(*args)
     outs = out if isinstance(out, list) else [out]
     assert len(outs) == len(expected)
