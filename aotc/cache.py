@@ -32,6 +32,7 @@ from aotc.codegen.compile import CompiledModel
 from aotc.codegen.target import TargetSpec, resolve_target
 from aotc.driver import TargetOverrides, compile_graph
 from aotc.errors import OutputError
+from aotc.frontend.freeze import checkpoint_files
 from aotc.frontend.signature import default_config_path
 from aotc.frontend.sources import SourceOptions
 
@@ -75,6 +76,8 @@ def _key_parts(
     parts = [meta.encode()]
     for name, data in _input_files(path):
         parts += [name.encode(), data]
+    for file in checkpoint_files(options.checkpoint) if options.checkpoint else ():
+        parts += [file.name.encode(), _read(file)]
     if config is not None:
         parts.append(_read(config))
     return parts

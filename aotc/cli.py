@@ -192,10 +192,13 @@ def pipeline_options(
 
 
 def source_options(
-    signature: str | None, tags: tuple[str, ...], shapes: tuple[str, ...]
+    signature: str | None,
+    tags: tuple[str, ...],
+    shapes: tuple[str, ...],
+    checkpoint: str | None = None,
 ) -> SourceOptions:
-    """The SavedModel options as the library takes them."""
-    return SourceOptions(signature, tags or None, shape_options(shapes))
+    """The SavedModel options (and a GraphDef's ``--checkpoint``) as the library takes them."""
+    return SourceOptions(signature, tags or None, shape_options(shapes), checkpoint)
 
 
 @main.command("compile")
@@ -218,6 +221,12 @@ def source_options(
 @click.option("--target-cpu", help="LLVM CPU name, e.g. generic, skylake-avx512, neoverse-n1.")
 @click.option("--target-features", help='LLVM feature string, e.g. "+avx2,+fma".')
 @savedmodel_options
+@click.option(
+    "--checkpoint",
+    metavar="PREFIX",
+    help="Freeze GRAPH's variables from this TensorFlow (V2) checkpoint, as tfcompile's "
+    "freeze_checkpoint does; declared variables stay arguments.",
+)
 @cache_options
 @pass_options
 @click.option(
@@ -239,6 +248,7 @@ def compile_command(
     signature: str | None,
     tags: tuple[str, ...],
     shapes: tuple[str, ...],
+    checkpoint: str | None,
     cache_dir: str | None,
     no_cache: bool,
     dump_to: str | None = None,
@@ -259,11 +269,12 @@ def compile_command(
       aotc compile mlp.pb -c mlp.yaml -o build/mlp
       aotc compile mlp.pb --target-triple aarch64-unknown-linux-gnu --target-cpu generic
       aotc compile saved_model/ --signature serving_default --shape x=1,224,224,3
+      aotc compile graph.pb -c graph.config.pbtxt --checkpoint ckpt/model.ckpt
       aotc compile model.hlo -o build/model
     """
     targets = TargetOverrides(target_triple, target_cpu, target_features)
     with progress.display(enabled=not quiet):
-        options = source_options(signature, tags, shapes)
+        options = source_options(signature, tags, shapes, checkpoint)
         passes = pipeline_options(dump_to, dump_pass_re, dump_format, disabled_passes)
         # dumps must run the passes, and the cache key does not know the pass options
         cache = None if no_cache or passes else DiskCache(cache_dir)

@@ -12,6 +12,7 @@ from aotc.atomic import commit, stage
 from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module
 from aotc.config import Config, load_config
 from aotc.errors import AotcError, OutputError
+from aotc.frontend.freeze import freeze_checkpoint
 from aotc.frontend.graphdef import Graph, load_graph
 from aotc.frontend.limits import check_feed_sizes, check_module_sizes
 from aotc.frontend.signature import (
@@ -71,6 +72,8 @@ def load_frontend(
         config_path = config_path or default_config_path(Path(graph_path))
         config = load_config(config_path) if config_path else Config()
         signature = resolve_signature(graph, config, Path(graph_path))
+        if options is not None and options.checkpoint:
+            graph = freeze_checkpoint(graph, signature, options.checkpoint)
         check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), graph.path)
     notes: list[str] = []
     with progress.stage("translate"), errors_name_file(graph_path):

@@ -2,21 +2,28 @@
 with its tfcompile config, linked into C, run and compared with TensorFlow (issue 12, item 5).
 
 Variable graphs are called several times on the same buffers: each call must see the updates
-of the one before, carried in the caller's variable buffers.
+of the one before, carried in the caller's variable buffers. The checkpoint graphs compile
+frozen and with ``--checkpoint`` (issue 12, item 4).
 """
 
 from __future__ import annotations
 
+import shutil
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 from c_harness import run_calls
+from click.testing import CliRunner
 from fixtures import assert_close
 
+from aotc.cache import cache_key
+from aotc.cli import main
 from aotc.codegen.compile import CompiledModel
 from aotc.driver import compile_graph
 from aotc.errors import ConfigError
+from aotc.frontend.sources import SourceOptions
 
 DATA = Path(__file__).parent / "data" / "tfcompile"
 NAMES = sorted(p.name.removesuffix(".config.pbtxt") for p in DATA.glob("test_graph_*.config.pbtxt"))
@@ -57,6 +64,61 @@ def test_graph_compiled_with_its_config_matches_tensorflow(name: str) -> None:
 def test_frozen_checkpoint_graph_matches_tensorflow(name: str) -> None:
     model = compile_graph(DATA / f"{name}_frozen.pb", DATA / f"{name}.config.pbtxt")
     check_against_tensorflow(name, model)
+
+
+@pytest.mark.parametrize("name", CHECKPOINTED)
+def test_checkpoint_graph_with_its_checkpoint_matches_tensorflow(name: str) -> None:
+    # tf_library(freeze_checkpoint=...): y_saved = 42 comes from the V2 checkpoint.
+    options = SourceOptions(checkpoint=str(DATA / f"{name}.ckpt"))
+    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt", options=options)
+    check_against_tensorflow(name, model)
+
+
+def test_declared_variable_stays_an_argument_with_a_checkpoint(tmp_path: Path) -> None:
+    name = "test_graph_tfadd_with_ckpt"
+    config = tmp_path / "c.yaml"
+    config.write_text("feeds: [{name: x_hold, shape: [1]}]\nfetches: [x_y_sum]\n"
+                      "variables: [{name: y_saved, readonly: true}]\n")  # fmt: skip
+    options = SourceOptions(checkpoint=str(DATA / f"{name}.ckpt"))
+    model = compile_graph(DATA / f"{name}.pb", config, options=options)
+    assert [a.name for a in model.args] == ["x_hold", "y_saved"]
+    ((result,), _) = run_calls(model, [np.array([1], np.int32), np.array([5], np.int32)], 1)[0]
+    assert result.tolist() == [6]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "needle"),
+    [
+        ("nope", "--checkpoint {data}/nope: no {data}/nope.index; pass the prefix"),
+        ("test_graph_tfadd.pb", "a single-file (V1) checkpoint; aotc reads TensorFlow's V2"),
+    ],
+)
+def test_checkpoint_errors(prefix: str, needle: str) -> None:
+    name = "test_graph_tfadd_with_ckpt"
+    args = ["compile", str(DATA / f"{name}.pb"), "-c", str(DATA / f"{name}.config.pbtxt")]
+    args += ["--checkpoint", str(DATA / prefix), "--no-cache", "-o", "/nonexistent/never"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert needle.format(data=DATA) in result.output and result.output.count("\n") == 1
+
+
+def test_checkpoint_is_for_graphdefs_only() -> None:
+    saved = Path(__file__).parent / "data" / "savedmodel" / "module"
+    with pytest.raises(ConfigError, match="--checkpoint is for GraphDefs; a SavedModel reads"):
+        compile_graph(saved, options=SourceOptions(checkpoint="x"))
+
+
+def test_cache_key_covers_the_checkpoints_bytes(tmp_path: Path) -> None:
+    name = "test_graph_tfadd_with_ckpt"
+    for file in DATA.glob(f"{name}.ckpt.*"):
+        shutil.copy(file, tmp_path / file.name)
+    prefix = str(tmp_path / f"{name}.ckpt")
+    key = partial(cache_key, DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt")
+    before = key(options=SourceOptions(checkpoint=prefix))
+    data = next(tmp_path.glob("*.data-*"))
+    data.write_bytes(b"\x00" * len(data.read_bytes()))
+    assert key(options=SourceOptions(checkpoint=prefix)) != before
+    assert key() != before
 
 
 @pytest.mark.parametrize("name", CHECKPOINTED)

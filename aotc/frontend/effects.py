@@ -15,7 +15,8 @@ each node reached only that way is classified by its op:
 
 A frozen graph can also have lost an update's place: TensorFlow's freezer turns a variable into
 a ``Const`` and drops the control inputs its reads had on the update, which then dangles. An
-update op whose variable is a ``Const`` the fetches read is reported with the others.
+update op whose variable is a ``Const`` the fetches read, and which ran after part of the
+fetched computation, is reported with the others.
 """
 
 from __future__ import annotations
@@ -92,13 +93,37 @@ def check_effects(
 
 
 def frozen_updates(graph: Graph, fetches: list[TensorRef], feeds: list[TensorRef]) -> list[Node]:
-    """Variable updates whose variable freezing turned into a ``Const`` the fetches read."""
-    read = {n.name for n in graph.prune(fetches, feeds) if n.op == "Const"}
-    return [
+    """Variable updates whose variable freezing turned into a ``Const`` the fetches read, and
+    that were part of the fetched computation: something they run after (through their other
+    inputs and control inputs) is needed by the fetches. Initializers and restore ops of the
+    frozen variables are not: only the variable links them to the fetches."""
+    needed = {n.name for n in graph.prune(fetches, feeds)}
+    updates = [
         n
         for n in graph.nodes.values()
-        if n.op in VARIABLE_UPDATE_OPS and n.inputs and n.inputs[0].node in read
+        if n.op in VARIABLE_UPDATE_OPS
+        and n.inputs
+        and n.inputs[0].node in needed
+        and graph.nodes[n.inputs[0].node].op == "Const"
     ]
+    frozen = {n.inputs[0].node for n in updates}
+    return [n for n in updates if _runs_after(graph, n, needed - frozen)]
+
+
+def _runs_after(graph: Graph, update: Node, targets: set[str]) -> bool:
+    """Whether ``update`` depends (data or control, not through its variable) on ``targets``."""
+    stack = [ref.node for ref in update.inputs[1:]] + list(update.control_inputs)
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in targets:
+            return True
+        if name in seen or name not in graph.nodes:
+            continue
+        seen.add(name)
+        node = graph.nodes[name]
+        stack += [ref.node for ref in node.inputs] + node.control_inputs
+    return False
 
 
 _CONTROL = "that the fetches depend on through control inputs"

@@ -19,26 +19,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from google.protobuf import message, text_format
 
 from aotc.config import c_identifier
-from aotc.errors import ConfigError, GraphError, InputFileError
-from aotc.frontend.checkpoint import Checkpoint
+from aotc.errors import ConfigError, InputFileError
+from aotc.frontend.freeze import freeze_reads
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.inline import inline_functions
 from aotc.frontend.node import TensorRef
 from aotc.frontend.signature import FetchSpec, Signature, TensorSpec
-from aotc.frontend.tensor import numpy_dtype, shape_from_proto, tf_dtype
+from aotc.frontend.tensor import numpy_dtype, shape_from_proto
 from aotc.proto import aotc_tf_pb2 as pb
 
 DEFAULT_SIGNATURE = "serving_default"
 DEFAULT_TAGS = ("serve",)
 VARIABLE_PREFIX = Path("variables") / "variables"
 _INIT_SIGNATURE = "__saved_model_init_op"
-_HANDLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
-_ASSIGN_OPS = frozenset({"AssignVariableOp", "Assign"})
-_PASS_THROUGH = frozenset({"Identity", "Snapshot"})
 
 
 @dataclass
@@ -74,7 +70,9 @@ def load_savedmodel(
     feeds = _feeds(sig_def, sig_key, dict(shapes or {}), root)
     fetches = _fetches(sig_def)
     graph = Graph(flat, pb_path)
-    _freeze(graph, flat, [f.ref for f in fetches], [f.ref for f in feeds], root)
+    freeze_reads(
+        graph, flat, [f.ref for f in fetches], [f.ref for f in feeds], root / VARIABLE_PREFIX
+    )
     graph = Graph(flat, pb_path)  # re-index: nodes were replaced
     sig = Signature(c_identifier(name or _default_name(root)), tuple(feeds), tuple(fetches))
     return SavedModel(graph, sig, meta)
@@ -193,98 +191,3 @@ def _tensor_ref(info: pb.TensorInfo, where: str) -> TensorRef:
     if info.WhichOneof("encoding") != "name":
         raise ConfigError(f"{where} is a sparse or composite tensor; aotc compiles dense tensors")
     return TensorRef.parse(info.name)
-
-
-# ---- freezing variables ----------------------------------------------------------------------
-
-
-def _freeze(
-    graph: Graph,
-    flat: pb.GraphDef,
-    fetches: list[TensorRef],
-    feeds: list[TensorRef],
-    root: Path,
-) -> None:
-    """Replace the variable reads the fetches need with constants from the checkpoint."""
-    needed = {n.name for n in graph.prune(fetches, feeds)}
-    reads = [i for i, n in enumerate(flat.node) if n.name in needed and _is_variable_read(graph, n)]
-    if not reads:
-        return
-    keys = _checkpoint_keys(graph)
-    checkpoint = Checkpoint(root / VARIABLE_PREFIX)
-    for i in reads:
-        node = flat.node[i]
-        key = _key_for(graph, node, keys, checkpoint, root)
-        flat.node[i].CopyFrom(_const_node(node, checkpoint.read(key)))
-
-
-def _is_variable_read(graph: Graph, node: pb.NodeDef) -> bool:
-    if node.op in ("VariableV2", "Variable"):
-        return True
-    return node.op == "ReadVariableOp" and _source(graph, node.input[0]).op == "VarHandleOp"
-
-
-def _source(graph: Graph, text: str) -> pb.NodeDef:
-    """The node behind input ``text``, looking through Identity chains."""
-    node = graph.node(TensorRef.parse(text).node).proto
-    for _ in range(len(graph.nodes)):
-        if node.op not in _PASS_THROUGH or not node.input:
-            return node
-        node = graph.node(TensorRef.parse(node.input[0]).node).proto
-    raise GraphError(f"{graph.path}: Identity cycle at node '{node.name}'")
-
-
-def _checkpoint_keys(graph: Graph) -> dict[str, str]:
-    """Variable node name -> checkpoint key, from the restore ops' RestoreV2 -> Assign chains."""
-    keys: dict[str, str] = {}
-    for node in graph.nodes.values():
-        if node.op not in _ASSIGN_OPS or len(node.inputs) < 2:
-            continue
-        handle = _source(graph, node.proto.input[0])
-        key = _restored_key(graph, node.proto.input[1])
-        if handle.op in _HANDLE_OPS and key is not None:
-            keys.setdefault(handle.name, key)
-    return keys
-
-
-def _restored_key(graph: Graph, text: str) -> str | None:
-    ref = TensorRef.parse(text)
-    node = graph.node(ref.node).proto
-    while node.op in _PASS_THROUGH and node.input:
-        ref = TensorRef.parse(node.input[0])
-        node = graph.node(ref.node).proto
-    if node.op not in ("RestoreV2", "Restore") or len(node.input) < 2:
-        return None
-    names_node = _source(graph, node.input[1])
-    names = list(names_node.attr["value"].tensor.string_val) if names_node.op == "Const" else []
-    if ref.index >= len(names):
-        return None
-    return names[ref.index].decode("utf-8", "replace")
-
-
-def _key_for(
-    graph: Graph, read: pb.NodeDef, keys: dict[str, str], checkpoint: Checkpoint, root: Path
-) -> str:
-    handle = read if read.op in ("VariableV2", "Variable") else _source(graph, read.input[0])
-    if handle.name in keys:
-        return keys[handle.name]
-    shared = handle.attr["shared_name"].s.decode() if "shared_name" in handle.attr else ""
-    for candidate in (shared, handle.name, f"{shared}/.ATTRIBUTES/VARIABLE_VALUE"):
-        if candidate and candidate in checkpoint.entries:
-            return candidate
-    raise GraphError(
-        f"{root}: variable '{handle.name}' ({handle.op}) read by node '{read.name}' has no "
-        "value in the checkpoint (no restore op assigns it)"
-    )
-
-
-def _const_node(read: pb.NodeDef, value: np.ndarray) -> pb.NodeDef:
-    const = pb.NodeDef(name=read.name, op="Const", device=read.device)
-    const.attr["dtype"].type = tf_dtype(value.dtype)  # type: ignore[assignment]
-    tensor = const.attr["value"].tensor
-    tensor.dtype = tf_dtype(value.dtype)  # type: ignore[assignment]
-    tensor.tensor_shape.dim.extend(pb.TensorShapeProto.Dim(size=d) for d in value.shape)
-    tensor.tensor_content = np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
-    if "_output_shapes" in read.attr:
-        const.attr["_output_shapes"].CopyFrom(read.attr["_output_shapes"])
-    return const

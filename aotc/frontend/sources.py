@@ -23,7 +23,8 @@ from aotc.hlo.verify import verify_module
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """SavedModel choices (``--signature``, ``--tag``, ``--shape``); ignored for other inputs.
+    """SavedModel choices (``--signature``, ``--tag``, ``--shape``), and a GraphDef's
+    ``--checkpoint`` (freeze its variables from that TF checkpoint prefix).
 
     ``shapes`` maps a signature input key to a static shape for its unknown dimensions.
     """
@@ -31,11 +32,12 @@ class SourceOptions:
     signature: str | None = None
     tags: tuple[str, ...] | None = None
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    checkpoint: str | None = None
 
     def key(self) -> str:
-        """A stable text form, for cache keys."""
+        """A stable text form, for cache keys (the checkpoint's bytes are keyed apart)."""
         shapes = sorted((k, list(v)) for k, v in self.shapes.items())
-        return repr((self.signature, self.tags, shapes))
+        return repr((self.signature, self.tags, shapes, self.checkpoint))
 
 
 @dataclass
@@ -61,6 +63,9 @@ def load_source(
     saved, hlo = is_savedmodel(path), not Path(path).is_dir() and is_hlo_file(path)
     if not (saved or hlo):
         return None
+    if options is not None and options.checkpoint:
+        kind = "a SavedModel reads its own variables/" if saved else "HLO text has no variables"
+        raise ConfigError(f"{path}: --checkpoint is for GraphDefs; {kind}")
     config_path = config_path or default_config_path(Path(path))
     config = load_config(config_path) if config_path else Config()
     if hlo:
