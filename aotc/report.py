@@ -17,7 +17,7 @@ from typing import Any
 from aotc.codegen.buffers import BufferAssignment
 from aotc.errors import OutputError
 from aotc.hlo.ir import ELEMENTWISE, ConvAttrs, DotDims, Instruction, Module, Opcode
-from aotc.passes.schedule import byte_size
+from aotc.hlo.memory import byte_size
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,11 @@ from aotc.codegen.buffers import ALIGN, Allocation, BufferKind, assign_buffers, 
 from aotc.driver import compile_graph
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import Module
+from aotc.hlo.memory import MemoryModel, peak_bytes
 from aotc.hlo.text import parse_module, print_module
 from aotc.jit import JitModel
 from aotc.passes import PipelineOptions
-from aotc.passes.schedule import MemoryModel, Schedule, greedy_schedule, peak_bytes
+from aotc.passes.schedule import Schedule, greedy_schedule
 
 
 def module(body: str) -> Module:

@@ -10,10 +10,11 @@ else a kernel computes lives in the caller's temp buffer. The steps:
    are parameters, constants, or values already written to another result are copied at the
    end. ``reshape`` and ``bitcast`` alias their operand's buffer (row-major bytes are the
    same), and ``tuple`` / ``get-tuple-element`` only name buffers.
-3. Allocations and liveness: each other kernel output gets an allocation, live from its
-   kernel to the last kernel reading it (through any alias). An elementwise kernel or a
-   fusion whose operand dies at it, has the same byte size and is read only at the output's
-   own index, writes *in place* into that operand's allocation.
+3. Allocations and liveness (the memory model of ``aotc/hlo/memory.py``): each other kernel
+   output gets an allocation, live from its kernel to the last kernel reading it (through
+   any alias). An elementwise kernel or a fusion whose operand dies at it, has the same byte
+   size and is read only at the output's own index, writes *in place* into that operand's
+   allocation.
 4. Packing: allocations get 64-byte aligned offsets by best fit (largest first; each takes
    the smallest gap between allocations live at the same time that fits it), so allocations
    with disjoint lifetimes share bytes. The packing is compared with ``peak_live_bytes``,
@@ -30,8 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from aotc.codegen.kernels.base import output_shapes
+from aotc.abi import ALIGN
 from aotc.errors import CodegenError
+from aotc.hlo.fusion_plan import in_place_parameters
 from aotc.hlo.ir import (
     ELEMENTWISE,
     Computation,
@@ -40,11 +42,8 @@ from aotc.hlo.ir import (
     TupleIndex,
     parameter_number,
 )
+from aotc.hlo.memory import ALIASING, NO_BUFFER, aligned, output_shapes, value_source
 from aotc.hlo.shape import Shape
-from aotc.passes.fusion_plan import in_place_parameters
-from aotc.passes.schedule import ALIGN, NO_BUFFER, aligned
-
-_ALIASING = frozenset({Opcode.RESHAPE, Opcode.BITCAST})
 
 
 class BufferKind(Enum):
@@ -175,19 +174,8 @@ def _designate_results(root: Instruction, late: frozenset[int]) -> dict[Source, 
 
 def _source(inst: Instruction) -> Source | None:
     """The kernel output whose bytes ``inst`` is, or None for parameters and constants."""
-    if inst.opcode in _ALIASING:
-        return _source(inst.operands[0])
-    if inst.opcode is Opcode.GET_TUPLE_ELEMENT:
-        assert isinstance(inst.attrs, TupleIndex)
-        tuple_value = inst.operands[0]
-        if tuple_value.opcode is Opcode.TUPLE:
-            return _source(tuple_value.operands[inst.attrs.index])
-        if tuple_value.opcode in NO_BUFFER:
-            return None
-        return (id(tuple_value), inst.attrs.index)
-    if inst.opcode in NO_BUFFER:
-        return None
-    return (id(inst), 0)
+    source = value_source(inst)
+    return (id(source[0]), source[1]) if source is not None else None
 
 
 def _read_sources(inst: Instruction) -> Iterable[Source]:
@@ -369,7 +357,7 @@ def _locate(
         location = result.location(inst.operands[0])
         assert isinstance(location, tuple)
         return location[inst.attrs.index]
-    if opcode in _ALIASING:
+    if opcode in ALIASING:
         return result.location(inst.operands[0])
     buffers = [
         _output_buffer((id(inst), k), shape, designated, allocs)

@@ -3,7 +3,7 @@
 Like XLA's instruction fusion, the pass walks each computation that runs its instructions as
 kernels (the entry, loop bodies, branches: ``Module.sequential_computations``) consumers first. Each
 instruction not yet inside a group starts one (as its root) and pulls in producers, operands of
-members, while the group stays compilable (``fusion_plan.plan_group``):
+members, while the group stays compilable (``aotc/hlo/fusion_plan.py``: ``plan_group``):
 
 * a producer joins only when every user of it is in the group (so nothing is computed twice),
   except cheap ones -- broadcast, reshape, bitcast, iota, scalar constants -- which are
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aotc.hlo.builder import NameUniquer
+from aotc.hlo.fusion_plan import CONTRACTIONS, ELEMENTAL, FusionPlan, plan_group
 from aotc.hlo.ir import (
     Computation,
     FusionAttrs,
@@ -30,14 +31,11 @@ from aotc.hlo.ir import (
     Opcode,
     ParameterAttrs,
 )
-from aotc.passes.fusion_plan import CONTRACTIONS, ELEMENTAL, FusionPlan, plan_group
+from aotc.hlo.memory import ALIASING
 from aotc.passes.rewrite import module_names
 
 #: Producers worth duplicating into several groups: they compute nothing.
 CHEAP = frozenset({Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.IOTA, Opcode.CONSTANT})
-
-#: Instructions that alias their operand (no kernel): a group never starts at them.
-_ALIASING = frozenset({Opcode.RESHAPE, Opcode.BITCAST})
 
 
 @dataclass
@@ -90,7 +88,8 @@ def find_groups(comp: Computation, max_members: int = 128) -> list[FusionGroup]:
 
 
 def _starts_group(inst: Instruction) -> bool:
-    if inst.opcode in _ALIASING or inst.opcode is Opcode.CONSTANT or inst.is_tuple:
+    # Aliases (reshape, bitcast) run no kernel: a group never starts at them.
+    if inst.opcode in ALIASING or inst.opcode is Opcode.CONSTANT or inst.is_tuple:
         return False
     return inst.opcode in ELEMENTAL or inst.opcode is Opcode.REDUCE
 

@@ -1,94 +1,17 @@
 """Instruction scheduling: an order of each computation's kernels that keeps peak memory low.
 
-Memory model (the one buffer assignment uses): each kernel output owns a buffer of its byte
-size, except outputs written straight into a result buffer; parameters and constants own none;
-``reshape``, ``bitcast``, ``tuple`` and ``get-tuple-element`` only name a buffer that exists
-already. A buffer is live from the kernel that writes it to the last kernel that reads it,
-through any of its aliases.
-
-Two candidate orders are simulated and the one with the lower peak kept: the DFS post-order
-(operands first, as the computation prints) and a greedy list schedule like XLA's: among the
-ready kernels, take the one that frees the most bytes net of what it allocates.
+Orders are measured by the memory model of ``aotc/hlo/memory.py`` (the one buffer assignment
+implements). Two candidate orders are simulated and the one with the lower peak kept: the DFS
+post-order (operands first, as the computation prints) and a greedy list schedule like XLA's:
+among the ready kernels, take the one that frees the most bytes net of what it allocates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aotc.abi import ALIGN
-from aotc.hlo.ir import Computation, Instruction, Module, Opcode, TupleIndex
-from aotc.hlo.shape import Shape, TupleShape
-
-#: Instructions that run no kernel and own no memory.
-NO_BUFFER = frozenset({
-    Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT,
-    Opcode.RESHAPE, Opcode.BITCAST,
-})  # fmt: skip
-
-
-def aligned(size: int) -> int:
-    """``size`` rounded up to the temp buffer's alignment."""
-    return -(-size // ALIGN) * ALIGN
-
-
-def byte_size(inst: Instruction) -> int:
-    """Bytes of every array ``inst`` writes (all elements of a tuple shape)."""
-    shape = inst.shape
-    if isinstance(shape, TupleShape):
-        return sum(s.byte_size for s in shape.elements if isinstance(s, Shape))
-    return shape.byte_size
-
-
-def owner(inst: Instruction) -> Instruction | None:
-    """The kernel whose buffer ``inst``'s value is, or None for parameters and constants."""
-    while inst.opcode in (Opcode.RESHAPE, Opcode.BITCAST, Opcode.GET_TUPLE_ELEMENT):
-        if inst.opcode is Opcode.GET_TUPLE_ELEMENT and inst.operands[0].opcode is Opcode.TUPLE:
-            assert isinstance(inst.attrs, TupleIndex)
-            inst = inst.operands[0].operands[inst.attrs.index]
-        else:
-            inst = inst.operands[0]
-    return None if inst.opcode in NO_BUFFER else inst
-
-
-@dataclass
-class MemoryModel:
-    """For each kernel: the buffers it reads (by owner id) and the bytes it allocates."""
-
-    sizes: dict[int, int]
-    reads: dict[int, set[int]]
-    results: set[int]  # owners of result values: they live in the caller's result buffers
-
-    @staticmethod
-    def of(comp: Computation) -> MemoryModel:
-        root = comp.root  # a loop body's or branch's results live in its caller's buffers too
-        values = root.operands if root.opcode is Opcode.TUPLE else [root]
-        results = {id(o) for v in values if (o := owner(v)) is not None}
-        sizes: dict[int, int] = {}
-        reads: dict[int, set[int]] = {}
-        for inst in comp.instructions:
-            if inst.opcode in NO_BUFFER:
-                continue
-            sizes[id(inst)] = 0 if id(inst) in results else aligned(byte_size(inst))
-            reads[id(inst)] = {id(o) for op in inst.operands if (o := owner(op)) is not None}
-        return MemoryModel(sizes, reads, results)
-
-
-def peak_bytes(order: Sequence[Instruction], model: MemoryModel) -> int:
-    """Peak of the live temp bytes when the kernels run in ``order``."""
-    kernels = [i for i in order if id(i) in model.sizes]
-    last_use = {id(k): t for t, k in enumerate(kernels)}
-    for t, k in enumerate(kernels):
-        for o in model.reads[id(k)]:
-            last_use[o] = t
-    live = peak = 0
-    dying: dict[int, int] = {}
-    for t, k in enumerate(kernels):
-        live += model.sizes[id(k)]
-        peak = max(peak, live)
-        dying[last_use[id(k)]] = dying.get(last_use[id(k)], 0) + model.sizes[id(k)]
-        live -= dying.pop(t, 0)
-    return peak
+from aotc.hlo.ir import Computation, Instruction, Module
+from aotc.hlo.memory import MemoryModel, peak_bytes
 
 
 def greedy_schedule(comp: Computation, model: MemoryModel) -> list[Instruction]:

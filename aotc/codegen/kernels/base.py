@@ -23,7 +23,7 @@ from llvmlite import ir
 from aotc.codegen.irtypes import load_element
 from aotc.codegen.vector import GENERIC, VectorInfo
 from aotc.hlo.ir import Instruction
-from aotc.hlo.shape import Shape, TupleShape
+from aotc.hlo.shape import Shape
 
 ElementGenerator = Callable[[ir.IRBuilder, Sequence[ir.Value]], ir.Value]
 
@@ -57,15 +57,6 @@ ScratchSize = Callable[[Instruction, VectorInfo], int]
 
 #: Operand numbers a kernel takes from compile-time packed copies instead of their buffers.
 PackedOperands = Callable[[Instruction, VectorInfo], frozenset[int]]
-
-
-def output_shapes(inst: Instruction) -> list[Shape]:
-    """The array shapes an instruction writes: one, or one per element of its tuple shape."""
-    if isinstance(inst.shape, TupleShape):
-        shapes = list(inst.shape.elements)
-        assert all(isinstance(s, Shape) for s in shapes), f"nested tuple in {inst}"
-        return shapes  # type: ignore[return-value]
-    return [inst.shape]
 
 
 def buffer_reader(base: ir.Value, shape: Shape) -> ElementGenerator:

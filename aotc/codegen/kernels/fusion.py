@@ -2,7 +2,7 @@
 
 The fused computation's instructions are composed into element generators (``elemental.py``),
 the parameters being the fusion operands' generators; nothing in between is stored. The plan
-(``aotc/passes/fusion_plan.py``) says which loop structure to emit:
+(``aotc/hlo/fusion_plan.py``) says which loop structure to emit:
 
 * loop: one loop nest over the root's shape (a root reduce: the reduce kernel, its operand
   generated on the fly);
@@ -52,9 +52,9 @@ from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold, interleaved
 from aotc.codegen.loops import entry_alloca, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
+from aotc.hlo.fusion_plan import FusionPlan, in_place_parameters, plan_computation
 from aotc.hlo.ir import Computation, Instruction, Opcode, parameter_number
 from aotc.hlo.shape import PrimitiveType
-from aotc.passes.fusion_plan import FusionPlan, in_place_parameters, plan_computation
 
 Generators = dict[int, ElementGenerator]
 Cells = dict[int, ir.Value]

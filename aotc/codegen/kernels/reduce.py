@@ -27,11 +27,12 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from aotc.codegen.irtypes import call_intrinsic, i64, register_type, store_element
-from aotc.codegen.kernels.base import ElementGenerator, KernelIO, output_shapes
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.elemental import emit_scalar_computation
 from aotc.codegen.kernels.window import Row
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.hlo.ir import Computation, Dimensions, Opcode, parameter_number
+from aotc.hlo.memory import output_shapes
 
 # Accumulators per tile of the kept innermost dimension: 16 KiB of f32, well inside L1 with
 # the operand rows streaming through, and a trip count long enough for the vectorizer.

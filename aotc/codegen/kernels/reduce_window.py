@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from aotc.codegen.irtypes import i64, store_element
-from aotc.codegen.kernels.base import KernelIO, output_shapes
+from aotc.codegen.kernels.base import KernelIO
 from aotc.codegen.kernels.elemental import emit_scalar_computation
 from aotc.codegen.kernels.window import Row, window_position, window_positions
 from aotc.codegen.loops import loop_nest
 from aotc.hlo.ir import ReduceWindowAttrs, WindowDim
+from aotc.hlo.memory import output_shapes
 
 
 def emit_reduce_window_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
