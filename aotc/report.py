@@ -16,7 +16,7 @@ from typing import Any
 
 from aotc.codegen.buffers import BufferAssignment
 from aotc.errors import OutputError
-from aotc.hlo.ir import ELEMENTWISE, ConvAttrs, DotDims, Instruction, Module, Opcode
+from aotc.hlo.ir import ELEMENTWISE, ConvAttrs, DotDims, FusionAttrs, Instruction, Module, Opcode
 from aotc.hlo.memory import byte_size
 
 
@@ -100,7 +100,7 @@ def build_report(module: Module, assignment: BufferAssignment) -> CompileReport:
 
 def _kernel(inst: Instruction, in_place: bool) -> KernelReport:
     fused = _fused_instructions(inst)
-    kind = getattr(inst.attrs, "kind", "") if inst.opcode is Opcode.FUSION else ""
+    kind = inst.attrs_as(FusionAttrs).kind.value if inst.opcode is Opcode.FUSION else ""
     return KernelReport(
         name=inst.name,
         opcode=inst.opcode.value,

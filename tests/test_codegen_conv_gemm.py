@@ -14,7 +14,7 @@ from hlo_programs import build, labels, window
 from aotc.codegen.kernels.conv import pointwise_gemm
 from aotc.codegen.kernels.conv_gemm import conv_gemm
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
-from aotc.hlo.ir import ConvAttrs, Instruction, Opcode, Window
+from aotc.hlo.ir import ConvAttrs, FusionAttrs, FusionKind, Instruction, Opcode, Window
 from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.passes.fusion import Fusion
 
@@ -94,7 +94,7 @@ def test_conv_bias_relu_becomes_an_output_fusion_with_the_epilogue_in_the_tile_s
     assert Fusion().run(module)
     roots = module.entry.root.operands
     assert [r.opcode for r in roots] == [Opcode.FUSION] * 4
-    assert all(r.attrs.kind == "kOutput" for r in roots)  # type: ignore[union-attr]
+    assert all(r.attrs_as(FusionAttrs).kind is FusionKind.OUTPUT for r in roots)
     inputs = [weights(2, 9, 9, 8), weights(2, 9, 9, 20)]
     ir_text = run_and_compare(module, inputs, rtol=2e-5)
     assert ir_text.count(".gemm.tile") > 0

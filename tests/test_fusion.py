@@ -5,15 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from c_harness import run_compiled
-from codegen_testing import compile_hlo
+from codegen_testing import compile_entry, compile_hlo
 from hlo_programs import DENSE_RELU, REDUCERS, SOFTMAX
 from pass_testing import fused
 
+from aotc.errors import HloError
+from aotc.hlo import fusion_plan
 from aotc.hlo.evaluate import evaluate
-from aotc.hlo.ir import Module, Opcode
+from aotc.hlo.fusion_plan import FusionPlan
+from aotc.hlo.ir import FusionAttrs, FusionKind, Instruction, Module, Opcode
 from aotc.hlo.testing import assert_hlo_equal
 from aotc.hlo.text import parse_module, print_module
+from aotc.hlo.verify import verify_module
 from aotc.passes.fusion import Fusion
+from aotc.passes.simplify import AlgebraicSimplifier
 
 RNG = np.random.default_rng(7)
 REDUCE_SUM = (
@@ -81,7 +86,10 @@ def random_args(module: Module) -> list[np.ndarray]:
 
 
 def fusions(module: Module) -> list[str]:
-    return [i.attrs.kind for i in module.entry.instructions if i.opcode is Opcode.FUSION]  # type: ignore[union-attr]
+    kinds = [
+        i.attrs_as(FusionAttrs).kind for i in module.entry.instructions if i.opcode is Opcode.FUSION
+    ]
+    return [k.value for k in kinds]
 
 
 @pytest.mark.parametrize("text", [REDUCE_SUM, SOFTMAX, LAYER_NORM, DENSE_RELU, ELEMENTWISE])
@@ -236,3 +244,101 @@ def test_fused_elementwise_kernel_vectorizes() -> None:
     model, _ = run_fused(ELEMENTWISE)
     assert len(model.report.kernels) == 1  # type: ignore[attr-defined]
     assert " x float>" in model.llvm_ir  # type: ignore[attr-defined]
+
+
+# ---- the recorded plan -------------------------------------------------------------------------
+
+
+def fusion_instructions(module: Module) -> list[Instruction]:
+    return [i for i in module.entry.instructions if i.opcode is Opcode.FUSION]
+
+
+def plan_of(fusion: Instruction) -> FusionPlan:
+    plan = fusion.attrs_as(FusionAttrs).plan
+    assert plan is not None, f"%{fusion.name} has no plan"
+    return plan
+
+
+def described(plan: FusionPlan) -> tuple[object, ...]:
+    """The plan with instructions by name (names are unique module-wide)."""
+    return plan.kind, plan.row_rank, [m.name for m in plan.named()], sorted(plan.in_place)
+
+
+@pytest.mark.parametrize("text", [SOFTMAX, LAYER_NORM, DENSE_RELU, REDUCE_SUM, ELEMENTWISE])
+def test_printed_fusions_parse_back_to_their_plans_and_compile_the_same(text: str) -> None:
+    module = fused(text)
+    again = parse_module(print_module(module))
+    recorded = [described(plan_of(f)) for f in fusion_instructions(module)]
+    assert recorded == [described(plan_of(f)) for f in fusion_instructions(again)]
+    assert [k for k, *_ in recorded] == [
+        f.attrs_as(FusionAttrs).kind for f in fusion_instructions(module)
+    ]
+    assert compile_entry(module).object_bytes == compile_entry(again).object_bytes
+
+
+def test_codegen_reads_the_recorded_plan_and_never_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    modules = [fused(SOFTMAX), fused(LAYER_NORM), fused(DENSE_RELU)]
+    kinds = {plan_of(f).kind for m in modules for f in fusion_instructions(m)}
+    assert kinds == {FusionKind.INPUT, FusionKind.OUTPUT}
+    assert any(plan_of(f).cached for f in fusion_instructions(modules[1]))  # a row group
+
+    def no_planning(*args: object) -> None:
+        raise AssertionError("codegen planned a fusion again")
+
+    monkeypatch.setattr(fusion_plan, "plan_group", no_planning)
+    for module in modules:
+        compile_entry(module)
+
+
+def test_a_plan_naming_a_replaced_instruction_fails_verification() -> None:
+    module = fused(DENSE_RELU)
+    (fusion,) = fusion_instructions(module)
+    comp, dot = fusion.called[0], plan_of(fusion).dot
+    assert dot is not None
+    copy = Instruction("d.copy", dot.opcode, dot.shape, list(dot.operands), dot.attrs)
+    for inst in comp.instructions:
+        inst.operands = [copy if op is dot else op for op in inst.operands]
+    comp.instructions = [copy if i is dot else i for i in comp.instructions]
+    with pytest.raises(
+        HloError, match=r"main/fusion: its fusion plan names %d, which fused_output"
+    ):
+        verify_module(module)
+
+
+ADD_ZERO = """
+  p = f32[8] parameter(0)
+  z = f32[] constant(0)
+  zb = f32[8] broadcast(z), dimensions={}
+  a = f32[8] add(p, zb)
+  ROOT e = f32[8] exponential(a)
+"""
+FUSED_ADD_ZERO = f"""
+fused_loop {{{ADD_ZERO}}}
+
+ENTRY main {{
+  x = f32[8] parameter(0)
+  f = f32[8] fusion(x), kind=kLoop, calls=fused_loop
+  ROOT t = (f32[8]) tuple(f)
+}}"""
+
+
+def test_passes_leave_fused_computations_and_their_plans_alone() -> None:
+    assert AlgebraicSimplifier().run(parse_module(f"ENTRY main {{{ADD_ZERO}}}"))  # x + 0 -> x
+    module = parse_module(FUSED_ADD_ZERO)
+    before = print_module(module)
+    assert not AlgebraicSimplifier().run(module)
+    assert print_module(module) == before
+    verify_module(module)
+
+
+def test_the_parser_records_the_kind_the_plan_gives() -> None:
+    module = fused(REDUCE_SUM)
+    printed = print_module(module).replace("kind=kInput", "kind=kLoop")  # as XLA's CPU backend
+    (fusion,) = fusion_instructions(parse_module(printed))
+    assert fusion.attrs_as(FusionAttrs).kind is FusionKind.INPUT is plan_of(fusion).kind
+
+
+def test_an_unknown_fusion_kind_is_a_parse_error() -> None:
+    text = FUSED_ADD_ZERO.replace("kind=kLoop", "kind=kCustom")
+    with pytest.raises(HloError, match="kCustom"):
+        parse_module(text)

@@ -24,6 +24,7 @@ from aotc.hlo.ir import (
     ConvDims,
     DotDims,
     FusionAttrs,
+    FusionKind,
     Instruction,
     Module,
     Opcode,
@@ -661,7 +662,7 @@ def test_fusion_tuple_and_get_tuple_element() -> None:
         fb = mb.computation("fused")
         fa, fc = fb.parameter(0, Shape(F32, (2,)), "fa"), fb.parameter(1, Shape(F32, (2,)), "fc")
         fused = fb.build(fb.binary(Opcode.ADD, fb.binary(Opcode.MULTIPLY, fa, fa), fc))
-        fusion = new(b, Opcode.FUSION, Shape(F32, (2,)), p, FusionAttrs("kLoop"), [fused])
+        fusion = new(b, Opcode.FUSION, Shape(F32, (2,)), p, FusionAttrs(FusionKind.LOOP), [fused])
         pair = b.tuple([fusion, p[0]])
         return b.tuple([b.get_tuple_element(pair, 1), b.get_tuple_element(pair, 0)])
 

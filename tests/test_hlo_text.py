@@ -18,6 +18,7 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     FusionAttrs,
+    FusionKind,
     Instruction,
     Module,
     Opcode,
@@ -171,7 +172,7 @@ def windowed_module() -> Module:
     )
     z = b.parameter(2, f32(1, 4, 4, 2), "z")
     fusion = b.add(
-        _inst("fusion", Opcode.FUSION, f32(1, 4, 4, 2), [z], FusionAttrs("kLoop"), [fused])
+        _inst("fusion", Opcode.FUSION, f32(1, 4, 4, 2), [z], FusionAttrs(FusionKind.LOOP), [fused])
     )
     module = mb.build(b.build(b.tuple([conv, pool, plain, fusion])))
     module.add_computation(fused)

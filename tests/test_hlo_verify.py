@@ -17,6 +17,7 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     FusionAttrs,
+    FusionKind,
     Instruction,
     Module,
     Opcode,
@@ -76,7 +77,12 @@ def valid_module() -> Module:
     fused = fb.build(fb.unary(Opcode.EXP, fp))
     fusion = b.add(
         Instruction(
-            "fusion", Opcode.FUSION, Shape(F32, (2,)), [total], FusionAttrs("kLoop"), called=[fused]
+            "fusion",
+            Opcode.FUSION,
+            Shape(F32, (2,)),
+            [total],
+            FusionAttrs(FusionKind.LOOP),
+            called=[fused],
         )
     )
     root = b.tuple([fusion, sliced, conv, pool, b.iota(Shape(S32, (3,)), 0)])
@@ -178,7 +184,12 @@ def call_cycle(m: Module) -> None:
     inner = fused.instructions[0]
     fused.instructions.append(
         Instruction(
-            "again", Opcode.FUSION, Shape(F32, (2,)), [inner], FusionAttrs("kLoop"), called=[fused]
+            "again",
+            Opcode.FUSION,
+            Shape(F32, (2,)),
+            [inner],
+            FusionAttrs(FusionKind.LOOP),
+            called=[fused],
         )
     )
 

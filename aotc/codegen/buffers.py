@@ -33,7 +33,7 @@ from enum import Enum
 
 from aotc.abi import ALIGN
 from aotc.errors import CodegenError
-from aotc.hlo.fusion_plan import in_place_parameters
+from aotc.hlo.fusion_plan import recorded_plan
 from aotc.hlo.ir import (
     ELEMENTWISE,
     Computation,
@@ -248,7 +248,8 @@ def _overwritable_operands(inst: Instruction) -> list[int]:
     if inst.opcode in ELEMENTWISE:
         numbers = list(range(len(inst.operands)))
     elif inst.opcode is Opcode.FUSION:
-        numbers = sorted(in_place_parameters(inst.called[0]))
+        plan = recorded_plan(inst)
+        numbers = sorted(plan.in_place) if plan is not None else []
     else:
         return []
     dims = inst.array_shape.dims

@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:  # the plan is an analysis over instructions (it imports this module)
+    from aotc.hlo.fusion_plan import FusionPlan
 
 T = TypeVar("T")
 
@@ -452,6 +455,14 @@ class GatherAttrs:
         )
 
 
+class FusionKind(Enum):
+    """XLA's fusion kinds, as the fused emitter compiles them (``aotc/hlo/fusion_plan.py``)."""
+
+    LOOP = "kLoop"  # elementwise and data movement, one loop nest over the root
+    INPUT = "kInput"  # rooted at a reduce, or rows of reduces (softmax, layer norm)
+    OUTPUT = "kOutput"  # a dot or convolution with its elementwise epilogue
+
+
 @dataclass(frozen=True)
 class DynamicSliceAttrs:
     """``dynamic_slice_sizes={...}``: the size of the slice in every operand dimension."""
@@ -496,18 +507,19 @@ def _trip_count_of_config(text: str) -> int | None:
 
 @dataclass(frozen=True)
 class FusionAttrs:
-    kind: str  # kLoop, kInput, kOutput
+    """A fusion's kind, and the plan codegen follows (the fusion pass records it; the parser
+    derives it from the fused computation). The plan refers to instructions of the fused
+    computation, which passes therefore leave alone; it is neither printed nor compared."""
+
+    kind: FusionKind
+    plan: FusionPlan | None = field(default=None, compare=False, repr=False)
 
     def to_text(self) -> list[str]:
-        return [f"kind={self.kind}"]
+        return [f"kind={self.kind.value}"]
 
     @classmethod
     def from_text(cls, a: AttrReader) -> FusionAttrs:
-        return cls(a.need("kind", _word))
-
-
-def _word(text: str) -> str:
-    return _fullmatch(r"\w+", text, "a word")[0]
+        return cls(a.need("kind", FusionKind))
 
 
 #: Every attribute class (what ``OpcodeInfo.attrs`` names).

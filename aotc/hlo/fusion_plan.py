@@ -1,8 +1,13 @@
 """Which groups of instructions the fused emitter can compile, and how: the fusion *plan*.
 
 The fusion pass proposes groups (a root plus producers) and keeps a group only when
-``plan_group`` accepts it; the fused emitter (``aotc/codegen/kernels/fusion.py``) asks
-``plan_group`` again on the fused computation, so the two can never disagree.
+``plan_group`` accepts it; it records the plan on the ``fusion`` instruction it makes
+(``FusionAttrs.plan``), and the fused emitter (``aotc/codegen/kernels/fusion.py``) and buffer
+assignment read it back instead of planning again. The parser derives the plan of a fusion it
+reads from the fused computation (``plan_fusions``): planning is deterministic, so a printed
+fusion parses back to the same plan. The plan names instructions of the fused computation;
+passes leave fused computations alone (``aotc/passes/rewrite.py``), and the verifier checks
+that a plan names only instructions its computation still has.
 
 Three shapes of group are accepted:
 
@@ -28,34 +33,20 @@ loop) -- recomputing them there is not free the way a common subexpression in on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from aotc.hlo.ir import (
-    ELEMENTWISE,
     Computation,
     Dimensions,
+    FusionAttrs,
+    FusionKind,
     Instruction,
+    Module,
     Opcode,
     parameter_number,
 )
-
-#: Work that must not be recomputed for one element of its value.
-EXPENSIVE = frozenset({
-    Opcode.EXP, Opcode.EXPM1, Opcode.LOG, Opcode.LOG1P, Opcode.TANH, Opcode.LOGISTIC,
-    Opcode.ERF, Opcode.DIVIDE, Opcode.POWER, Opcode.SQRT, Opcode.RSQRT, Opcode.ATAN2,
-    Opcode.SINE, Opcode.COSINE, Opcode.REMAINDER, Opcode.DOT, Opcode.REDUCE,
-    Opcode.CONVOLUTION, Opcode.REDUCE_WINDOW,
-})  # fmt: skip
-
-#: Index remapping only: computing them per use costs an index computation and a load.
-DATA_MOVEMENT = frozenset({
-    Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.TRANSPOSE, Opcode.SLICE,
-    Opcode.CONCATENATE, Opcode.PAD, Opcode.REVERSE, Opcode.GATHER,
-})  # fmt: skip
-
-#: The opcodes an output fusion is built around (``FusionPlan.dot``).
-CONTRACTIONS = frozenset({Opcode.DOT, Opcode.CONVOLUTION})
+from aotc.hlo.opcodes import CONTRACTIONS, DATA_MOVEMENT, ELEMENTWISE, EXPENSIVE
 
 #: Opcodes a loop or row group may contain (the elemental emitter has generators for them).
 ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT}
@@ -63,12 +54,23 @@ ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT}
 
 @dataclass(frozen=True)
 class FusionPlan:
-    """How to emit a group: its XLA fusion kind, and for row groups the cached members."""
+    """How to emit a group: its fusion kind, for row groups the cached members, for output
+    fusions the contraction, and the parameters whose buffer the output may overwrite."""
 
-    kind: str  # kLoop, kInput, kOutput
+    kind: FusionKind
     row_rank: int = 0  # k: the number of leading root dimensions looped over per row
     cached: tuple[Instruction, ...] = ()  # computed once per row, in post-order
     dot: Instruction | None = None  # an output fusion's contraction (dot or convolution)
+    in_place: frozenset[int] = frozenset()  # parameter numbers, once outlined (``outlined``)
+
+    def named(self) -> tuple[Instruction, ...]:
+        """The instructions the plan refers to."""
+        return (*self.cached, *(() if self.dot is None else (self.dot,)))
+
+    def remapped(self, copies: Mapping[int, Instruction]) -> FusionPlan:
+        """The same plan over copies of its instructions (``id(original) -> copy``)."""
+        dot = None if self.dot is None else copies[id(self.dot)]
+        return replace(self, cached=tuple(copies[id(m)] for m in self.cached), dot=dot)
 
 
 class _Group:
@@ -95,9 +97,52 @@ def _post_order(members: Collection[Instruction], root: Instruction) -> list[Ins
 
 
 def plan_computation(comp: Computation) -> FusionPlan | None:
-    """The plan of a fused computation (its parameters are not members)."""
+    """The plan of a fused computation (its parameters are not members), or None."""
     members = [i for i in comp.instructions if i.opcode is not Opcode.PARAMETER]
-    return plan_group(members, comp.root)
+    plan = plan_group(members, comp.root)
+    return outlined(comp, plan) if plan is not None else None
+
+
+def outlined(comp: Computation, plan: FusionPlan) -> FusionPlan:
+    """``plan`` (over ``comp``'s instructions) completed with ``comp``'s in-place parameters."""
+    return replace(plan, in_place=frozenset(_in_place_parameters(comp, plan)))
+
+
+def plan_fusions(module: Module) -> None:
+    """Record on every fusion of ``module`` the plan of its fused computation (the parser's
+    step). The plan's kind is the one recorded: XLA's CPU backend, for one, calls reduce
+    fusions kLoop, and aotc emits what the plan says. Fusions that the fused emitter cannot
+    compile keep no plan; codegen refuses them by name."""
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode is Opcode.FUSION and len(inst.called) == 1:  # else: the verifier
+                plan = plan_computation(inst.called[0])
+                kind = plan.kind if plan is not None else inst.attrs_as(FusionAttrs).kind
+                inst.attrs = FusionAttrs(kind, plan)
+
+
+def recorded_plan(fusion: Instruction) -> FusionPlan | None:
+    """The plan recorded on a ``fusion`` instruction, or None."""
+    return fusion.attrs_as(FusionAttrs).plan
+
+
+def plan_problem(fusion: Instruction) -> str | None:
+    """What is wrong with a fusion's recorded plan (for the verifier), or None.
+
+    A plan naming an instruction its computation no longer has means a pass changed the fused
+    computation after planning; emitting by that plan would be wrong.
+    """
+    attrs = fusion.attrs_as(FusionAttrs)
+    if attrs.plan is None:
+        return None
+    if attrs.plan.kind is not attrs.kind:
+        return f"kind={attrs.kind.value} but its fusion plan is {attrs.plan.kind.value}"
+    comp = fusion.called[0]
+    present = {id(i) for i in comp.instructions}
+    missing = [m for m in attrs.plan.named() if id(m) not in present]
+    if missing:
+        return f"its fusion plan names %{missing[0].name}, which {comp.name} does not contain"
+    return None
 
 
 def plan_group(members: Collection[Instruction], root: Instruction) -> FusionPlan | None:
@@ -113,7 +158,7 @@ def plan_group(members: Collection[Instruction], root: Instruction) -> FusionPla
         return None
     inner = [r for r in reduces if r is not root]
     if not inner:
-        plan = FusionPlan("kInput" if reduces else "kLoop")
+        plan = FusionPlan(FusionKind.INPUT if reduces else FusionKind.LOOP)
     else:
         plan_or_none = _row_plan(group, inner)
         if plan_or_none is None:
@@ -144,7 +189,7 @@ def _output_plan(group: _Group, dots: list[Instruction]) -> FusionPlan | None:
     others = [m for m in group.order if m is not dot]
     if any(not _elemental_or_reduce(m) or m.opcode is Opcode.REDUCE for m in others):
         return None
-    plan = FusionPlan("kOutput", dot=dot)
+    plan = FusionPlan(FusionKind.OUTPUT, dot=dot)
     return plan if _expensive_ok(group, plan) else None
 
 
@@ -179,7 +224,8 @@ def _row_plan(group: _Group, inner: list[Instruction]) -> FusionPlan | None:
     cached = _cached_members(group, inner, row_dims)
     if not _cached_reads_ok(group, cached, k):
         return None
-    return FusionPlan("kInput", row_rank=k, cached=tuple(m for m in group.order if m in cached))
+    cached_in_order = tuple(m for m in group.order if m in cached)
+    return FusionPlan(FusionKind.INPUT, row_rank=k, cached=cached_in_order)
 
 
 def _reduces_trailing(reduce: Instruction, row_dims: tuple[int, ...]) -> bool:
@@ -307,16 +353,15 @@ def _reuses_operand(user: Instruction, operand: Instruction) -> bool:
     return user.opcode in (Opcode.DOT, Opcode.CONVOLUTION, Opcode.REDUCE_WINDOW)
 
 
-def in_place_parameters(comp: Computation) -> set[int]:
+def _in_place_parameters(comp: Computation, plan: FusionPlan) -> set[int]:
     """Numbers of the parameters whose buffer the fusion's output may overwrite.
 
     Each element of such a parameter is read only while computing the output element at the
     same index (or, in a row group, the same row, before the row is written): every path from
     it to the root is elementwise, except that row groups may also feed it to a reduce.
     """
-    plan = plan_computation(comp)
     root = comp.root
-    if plan is None or root.opcode is Opcode.REDUCE or root.is_tuple:
+    if root.opcode is Opcode.REDUCE or root.is_tuple:
         return set()
     if plan.dot is not None and plan.dot.opcode is Opcode.CONVOLUTION:
         return set()  # implicit GEMM keeps partial sums in the output across K blocks

@@ -20,6 +20,7 @@ import numpy as np
 
 from aotc.errors import HloError
 from aotc.hlo.attrs import PARAMETER_NUMBER
+from aotc.hlo.fusion_plan import plan_fusions
 from aotc.hlo.ir import Attrs, Computation, Instruction, Module, Opcode, parameter_number
 from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 
@@ -409,7 +410,9 @@ class _Parser:
         for p in pending:
             self._resolve_callees(p, comps)
         entry = comps[self._entry(pending).name]
-        return Module(name, entry, comps.values())
+        module = Module(name, entry, comps.values())
+        plan_fusions(module)  # deterministic: a printed fusion parses back to its plan
+        return module
 
     def _header(self) -> str:
         if not self.cur.accept(_HLO_MODULE):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from aotc.errors import HloError, ShapeError
+from aotc.hlo.fusion_plan import plan_problem
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode, ParameterAttrs
 from aotc.hlo.shape import AnyShape, Shape, TupleShape
 from aotc.hlo.shape_inference import infer_instruction_shape
@@ -227,7 +228,7 @@ def _fusion_signature(ctx: _Context, inst: Instruction) -> str | None:
     got = [p.shape for p in comp.parameters]
     if got != want:
         return f"fused computation {comp.name} takes {_shapes(got)}, operands are {_shapes(want)}"
-    return None
+    return plan_problem(inst)
 
 
 @CALL_CHECKS.register(Opcode.CALL, Opcode.WHILE, Opcode.CONDITIONAL)

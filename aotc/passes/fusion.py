@@ -22,16 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aotc.hlo.builder import NameUniquer
-from aotc.hlo.fusion_plan import CONTRACTIONS, ELEMENTAL, FusionPlan, plan_group
+from aotc.hlo.fusion_plan import ELEMENTAL, FusionPlan, outlined, plan_group
 from aotc.hlo.ir import (
     Computation,
     FusionAttrs,
+    FusionKind,
     Instruction,
     Module,
     Opcode,
     ParameterAttrs,
 )
 from aotc.hlo.memory import ALIASING
+from aotc.hlo.opcodes import CONTRACTIONS
 from aotc.passes.rewrite import module_names
 
 #: Producers worth duplicating into several groups: they compute nothing.
@@ -110,7 +112,7 @@ def _grow(
     group_of: dict[int, FusionGroup],
     max_members: int,
 ) -> FusionGroup:
-    group = FusionGroup(root, [root], FusionPlan("kLoop"))
+    group = FusionGroup(root, [root], FusionPlan(FusionKind.LOOP))
     changed = True
     while changed and len(group.members) < max_members:
         changed = False
@@ -222,15 +224,17 @@ def _outline(module: Module, group: FusionGroup, names: NameUniquer) -> Instruct
             name, m.opcode, m.shape, operands, m.attrs, m.literal, list(m.called)
         )
     outside = _outside_operands(members, ids)
-    comp_name = names.get(f"fused_{group.plan.kind[1:].lower()}")
+    kind = group.plan.kind
+    comp_name = names.get(f"fused_{kind.value[1:].lower()}")
     comp = Computation(comp_name, [*params.values(), *clones.values()], clones[id(group.root)])
     module.add_computation(comp)
+    plan = outlined(comp, group.plan.remapped(clones))  # planned once, while growing the group
     return Instruction(
         names.get("fusion"),
         Opcode.FUSION,
         group.root.shape,
         outside,
-        FusionAttrs(group.plan.kind),
+        FusionAttrs(kind, plan),
         called=[comp],
     )
 

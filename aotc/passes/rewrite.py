@@ -169,12 +169,25 @@ def rewrite_computation(comp: Computation, names: NameUniquer, rule: Rule) -> bo
 
 
 def rewrite_module(module: Module, rule: Rule) -> bool:
-    """``rewrite_computation`` on every computation of ``module``."""
+    """``rewrite_computation`` on every computation of ``module`` but fused ones."""
     names = module_names(module)
     changed = False
-    for comp in list(module.computations):
+    for comp in nonfusion_computations(module):
         changed |= rewrite_computation(comp, names, rule)
     return changed
+
+
+def nonfusion_computations(module: Module) -> list[Computation]:
+    """The computations passes rewrite, as XLA's ``MakeNonfusionComputations``: a fused
+    computation belongs to its fusion, whose recorded plan names its instructions."""
+    fused = {
+        id(callee)
+        for comp in module.computations
+        for inst in comp.instructions
+        if inst.opcode is Opcode.FUSION
+        for callee in inst.called
+    }
+    return [c for c in module.computations if id(c) not in fused]
 
 
 def first_match(rules: Iterable[Rule]) -> Rule:

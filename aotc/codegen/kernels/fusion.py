@@ -2,14 +2,16 @@
 
 The fused computation's instructions are composed into element generators (``elemental.py``),
 the parameters being the fusion operands' generators; nothing in between is stored. The plan
-(``aotc/hlo/fusion_plan.py``) says which loop structure to emit:
+recorded on the fusion (``FusionAttrs.plan``, made by ``aotc/hlo/fusion_plan.py``; never
+re-derived here) says which loop structure to emit:
 
-* loop: one loop nest over the root's shape (a root reduce: the reduce kernel, its operand
-  generated on the fly);
-* row: a loop over the kept dimensions ``K``; per row, each cached member (inner reduces and
-  the elementwise ops on them) is computed once into a register, then the root's remaining
-  dimensions are looped over, reading the cached values through the boundary broadcasts;
-* output: the dot (or convolution) kernel's loops, with the elementwise epilogue applied to
+* kLoop, and kInput rooted at a reduce: one loop nest over the root's shape (a root reduce:
+  the reduce kernel, its operand generated on the fly);
+* kInput with rows: a loop over the kept dimensions ``K``; per row, each cached member (inner
+  reduces and the elementwise ops on them) is computed once into a register, then the root's
+  remaining dimensions are looped over, reading the cached values through the boundary
+  broadcasts;
+* kOutput: the dot (or convolution) kernel's loops, with the elementwise epilogue applied to
   each accumulated element before the store; an f32 GEMM-shaped dot (or an NHWC convolution,
   ``conv.py``) runs on the GEMM engine with the epilogue
   evaluated on whole vectors in its tile store (``dot_gemm.py``, ``elemental_vector.py``).
@@ -52,8 +54,8 @@ from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold, interleaved
 from aotc.codegen.loops import entry_alloca, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
-from aotc.hlo.fusion_plan import FusionPlan, in_place_parameters, plan_computation
-from aotc.hlo.ir import Computation, Instruction, Opcode, parameter_number
+from aotc.hlo.fusion_plan import FusionPlan, recorded_plan
+from aotc.hlo.ir import Computation, FusionKind, Instruction, Opcode, parameter_number
 from aotc.hlo.shape import PrimitiveType
 
 Generators = dict[int, ElementGenerator]
@@ -62,18 +64,31 @@ Cells = dict[int, ir.Value]
 
 def emit_fusion_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     """Emit the loops of a ``fusion`` instruction (see the module docstring)."""
-    comp = io.inst.called[0]
-    plan = plan_computation(comp)
-    if plan is None:
-        raise CodegenError(f"fusion %{io.inst.name} calls {comp.name}, which cannot be emitted")
-    if plan.dot is not None and plan.dot.opcode is Opcode.CONVOLUTION:
-        _emit_conv_output_fusion(b, io, comp, plan.dot)
-    elif plan.dot is not None:
-        _emit_output_fusion(b, io, comp, plan.dot)
+    comp, plan = io.inst.called[0], _plan(io.inst)
+    if plan.kind is FusionKind.OUTPUT:
+        dot = _contraction(plan)
+        if dot.opcode is Opcode.CONVOLUTION:
+            _emit_conv_output_fusion(b, io, comp, dot)
+        else:
+            _emit_output_fusion(b, io, comp, dot)
     elif plan.cached:
         _emit_row_fusion(b, io, comp, plan)
     else:
         _emit_loop_fusion(b, io, comp)
+
+
+def _plan(fusion: Instruction) -> FusionPlan:
+    """The recorded plan; a fusion without one is one the fused emitter cannot compile."""
+    plan = recorded_plan(fusion)
+    if plan is None:
+        comp = fusion.called[0].name
+        raise CodegenError(f"fusion %{fusion.name} calls {comp}, which cannot be emitted")
+    return plan
+
+
+def _contraction(plan: FusionPlan) -> Instruction:
+    assert plan.dot is not None, "a kOutput plan names its dot or convolution"
+    return plan.dot
 
 
 def _generators(
@@ -117,11 +132,9 @@ def fusion_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int
     spec = _fused_gemm(inst, info) or _fused_conv(inst)
     if not packs_weights(spec):
         return frozenset()
-    comp = inst.called[0]
-    plan = plan_computation(comp)
-    assert plan is not None and plan.dot is not None
-    weights = plan.dot.operands[1]
-    if len(comp.users().get(id(weights), [])) != 1 or plan.dot.operands[0] is weights:
+    comp, dot = inst.called[0], _contraction(_plan(inst))
+    weights = dot.operands[1]
+    if len(comp.users().get(id(weights), [])) != 1 or dot.operands[0] is weights:
         return frozenset()
     return frozenset({parameter_number(weights)})
 
@@ -133,11 +146,10 @@ def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:
     that may write over an operand (in place) needs a GEMM that stores each tile once: the
     epilogue would otherwise read the operand where partial sums already are.
     """
-    comp = fusion.called[0]
-    plan = plan_computation(comp)
-    if plan is None or plan.dot is None:
+    comp, plan = fusion.called[0], _plan(fusion)
+    if plan.kind is not FusionKind.OUTPUT:
         return None
-    dot, root = plan.dot, comp.root
+    dot, root = _contraction(plan), comp.root
     if dot.opcode is not Opcode.DOT or any(
         op.opcode is not Opcode.PARAMETER for op in dot.operands
     ):
@@ -147,7 +159,7 @@ def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:
     if root.array_shape.dtype is not PrimitiveType.F32:
         return None
     spec = gemm_dot(dot, fusion.operands[parameter_number(dot.operands[1])])
-    if spec is None or (in_place_parameters(comp) and not single_pass(spec, info)):
+    if spec is None or (plan.in_place and not single_pass(spec, info)):
         return None
     return spec
 
@@ -181,14 +193,13 @@ def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: I
 def _fused_conv(fusion: Instruction) -> GemmDot | ConvGemm | None:
     """The GEMM form of an output fusion's convolution (root of its f32 shape), or None.
 
-    Convolution fusions never write over an operand (``in_place_parameters``), so partial sums
+    Convolution fusions never write over an operand (``FusionPlan.in_place``), so partial sums
     in the output are safe.
     """
-    comp = fusion.called[0]
-    plan = plan_computation(comp)
-    if plan is None or plan.dot is None or plan.dot.opcode is not Opcode.CONVOLUTION:
+    comp, plan = fusion.called[0], _plan(fusion)
+    if plan.kind is not FusionKind.OUTPUT or _contraction(plan).opcode is not Opcode.CONVOLUTION:
         return None
-    conv, root = plan.dot, comp.root
+    conv, root = _contraction(plan), comp.root
     if any(op.opcode is not Opcode.PARAMETER for op in conv.operands) or root.is_tuple:
         return None
     if root.array_shape != conv.array_shape:
@@ -221,10 +232,7 @@ def _emit_conv_output_fusion(
 def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> VectorEpilogue:
     """The fused computation around the dot on vectors, reading the fusion's operands at
     ``pointers``; instructions without a vector form run lane by lane on element generators."""
-    comp = fusion.called[0]
-    plan = plan_computation(comp)
-    assert plan is not None and plan.dot is not None
-    dot = plan.dot
+    comp, dot = fusion.called[0], _contraction(_plan(fusion))
     operands = list(zip(fusion.operands, pointers, strict=True))
     readers = [operand_reader(op, p) for op, p in operands]
     vectors: Cells = {}
