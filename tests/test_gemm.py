@@ -18,8 +18,8 @@ from aotc.codegen.irtypes import PTR, VOID, call_intrinsic
 from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args
 from aotc.codegen.kernels.gemm_plan import GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
 from aotc.codegen.kernels.gemm_tile import gep
-from aotc.codegen.target import TargetSpec, create_target_machine, emit_object, optimize
-from aotc.codegen.vector import AVX2, AVX512, NEON, SSE, VectorInfo, vector_info
+from aotc.codegen.target import TargetArch, TargetSpec, create_target_machine, emit_object, optimize
+from aotc.codegen.vector import AVX2, AVX512, GENERIC, NEON, SSE, VectorInfo, vector_info
 
 VARIANTS = [(packed, epi) for packed in (False, True) for epi in (False, True)]
 
@@ -153,6 +153,9 @@ def test_vector_info_reads_features_and_cpu_names() -> None:
     assert vector_info(TargetSpec(x86, "znver4", "-avx512f")) == AVX2
     assert vector_info(TargetSpec(x86, "x86-64", "")) == SSE
     assert vector_info(TargetSpec("aarch64-unknown-linux-gnu", "generic", "")) == NEON
+    assert vector_info(TargetSpec("i586-unknown-linux-gnu", "pentium4", "")).arch is TargetArch.X86
+    other = vector_info(TargetSpec("riscv64-unknown-linux-gnu", "generic-rv64", ""))
+    assert other == GENERIC and other.arch is TargetArch.OTHER
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import TypeVar
 
 import llvmlite.binding as llvm
@@ -57,6 +58,22 @@ def _initialize() -> None:
 
 def _arch(triple: str) -> str:
     return triple.split("-", 1)[0]
+
+
+class TargetArch(Enum):
+    """The instruction-set families kernels tune for (``vector.py``); the rest are OTHER."""
+
+    X86 = "x86"  # 32- and 64-bit
+    AARCH64 = "aarch64"
+    OTHER = "other"
+
+
+def target_arch(triple: str) -> TargetArch:
+    """The family of a triple's architecture, as LLVM parses it (i686 and arm64 included)."""
+    arch = llvm.get_triple_parts(triple).Arch
+    if arch in ("i386", "x86_64"):
+        return TargetArch.X86
+    return TargetArch.AARCH64 if arch == "aarch64" else TargetArch.OTHER
 
 
 def resolve_target(spec: TargetSpec) -> TargetSpec:
@@ -274,7 +291,7 @@ def _x87_problem(spec: TargetSpec, asm: str, where: str) -> str | None:
     math library's error bounds (and agreement with the reference evaluator) cannot hold. SSE2
     is the x86-64 baseline and clang's default for 32-bit x86 Linux.
     """
-    if llvm.get_triple_parts(spec.triple).Arch not in ("i386", "x86_64"):
+    if target_arch(spec.triple) is not TargetArch.X86:
         return None
     instructions = (line.split()[0] for line in asm.splitlines() if line[:1] == "\t")
     if not any(name.startswith("fld") for name in instructions):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from aotc.codegen.target import TargetSpec
+from aotc.codegen.target import TargetArch, TargetSpec, target_arch
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class VectorInfo:
     registers: int
     # x86 folds a broadcast from memory into the FMA (AVX-512 ``{1to16}``, AVX2 needs a
     # separate vbroadcastss), NEON multiplies by a lane of a register: both make A cheap.
-    arch: str = "x86"
+    arch: TargetArch = TargetArch.X86
 
     @property
     def bits(self) -> int:
@@ -33,8 +33,8 @@ class VectorInfo:
 SSE = VectorInfo(4, 16)
 AVX2 = VectorInfo(8, 16)
 AVX512 = VectorInfo(16, 32)
-NEON = VectorInfo(4, 32, "aarch64")
-GENERIC = VectorInfo(4, 16, "generic")
+NEON = VectorInfo(4, 32, TargetArch.AARCH64)
+GENERIC = VectorInfo(4, 16, TargetArch.OTHER)
 
 # cpu names whose implied features we cannot read back from LLVM (only used when the feature
 # string does not say).
@@ -50,11 +50,9 @@ _AVX2_CPUS: tuple[str, ...] = (
 
 def vector_info(spec: TargetSpec) -> VectorInfo:
     """The vector shape kernels should tile for on the resolved target ``spec``."""
-    arch = spec.triple.split("-", 1)[0]
-    if arch in ("aarch64", "arm64"):
-        return NEON
-    if arch not in ("x86_64", "i386", "i686"):
-        return GENERIC
+    arch = target_arch(spec.triple)
+    if arch is not TargetArch.X86:
+        return NEON if arch is TargetArch.AARCH64 else GENERIC
     features = set(spec.features.split(","))
     if "-avx512f" not in features and ("+avx512f" in features or _cpu_in(spec, _AVX512_CPUS)):
         return AVX512

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aotc.abi import ALIGN
+from aotc.codegen.target import TargetArch
 from aotc.codegen.vector import VectorInfo
 
 # Cache blocking (f32 elements). KC*NR*4 bytes of B micro-panel live in L1 while the MC*KC
@@ -85,7 +86,7 @@ def _register_tile(m: int, n: int, info: VectorInfo) -> tuple[int, int, int]:
     narrower vectors (``_narrow``) and the freed accumulators go to more rows. Short M gets
     all of its rows in one tile and wider rows instead.
     """
-    nv, mr = (3, 8) if info.arch == "aarch64" else (2, (info.registers - 3) // 2)
+    nv, mr = (3, 8) if info.arch is TargetArch.AARCH64 else (2, (info.registers - 3) // 2)
     vw = info.width
     if n < nv * vw:
         vw, narrow_nv = _narrow(n, info.width)
