@@ -1,4 +1,4 @@
-"""Element generators composed into one loop nest (what fusion will do), run with the JIT.
+"""Element generators composed into one loop nest (as the fused emitter does), run with the JIT.
 
 The per-instruction kernels only ever compose a generator with buffer readers; here a whole
 computation of elementwise and data-movement ops becomes a single loop, so every index

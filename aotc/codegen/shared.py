@@ -37,8 +37,3 @@ def share(module: ir.Module, fn: ir.Function) -> ir.Function:
     kept = module.globals[existing]
     assert isinstance(kept, ir.Function)
     return kept
-
-
-def shared_count(module: ir.Module) -> int:
-    """How many distinct functions ``share`` has kept in ``module`` (for reports and tests)."""
-    return len(_SEEN.get(module, {}))

@@ -25,11 +25,10 @@ from aotc.codegen.kernels.reduce_window import emit_reduce_window_kernel
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
 from aotc.hlo.ir import ELEMENTWISE, Instruction, Opcode
+from aotc.hlo.opcodes import DATA_MOVEMENT
 
-_ELEMENTAL = ELEMENTWISE | {
-    Opcode.IOTA, Opcode.BROADCAST, Opcode.CONCATENATE, Opcode.PAD, Opcode.RESHAPE,
-    Opcode.BITCAST, Opcode.REVERSE, Opcode.SLICE, Opcode.TRANSPOSE, Opcode.GATHER,
-}  # fmt: skip
+#: The elemental emitter has a generator for every elementwise and data-movement opcode.
+_ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA}
 
 KERNELS: dict[Opcode, KernelEmitter] = {
     **{opcode: emit_elemental_kernel for opcode in _ELEMENTAL},
@@ -54,9 +53,6 @@ PACKED: dict[Opcode, PackedOperands] = {
     Opcode.FUSION: fusion_packed_operands,
     Opcode.CONVOLUTION: conv_packed_operands,
 }
-
-# Instructions that need no code: they name buffers that exist already.
-NO_KERNEL = frozenset({Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT})
 
 
 def kernel_emitter(inst: Instruction) -> KernelEmitter:

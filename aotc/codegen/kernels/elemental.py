@@ -3,9 +3,9 @@
 ``make_generator(inst, operand_generators)`` returns the generator of ``inst``'s elements.
 Elementwise ops apply their scalar semantics (``scalar_ops``) to the operands' elements at the
 same index; data movement (broadcast, transpose, slice, reshape, pad, concatenate, reverse)
-only remaps the index before asking an operand. Composing generators is how fusion will work;
-today ``emit_elemental_kernel`` wraps one instruction's generator in a loop nest over its
-output and stores every element.
+only remaps the index before asking an operand. ``emit_elemental_kernel`` wraps one unfused
+instruction's generator in a loop nest over its output and stores every element; the fused
+emitter (``fusion.py``) composes the generators of a whole fused computation in one loop.
 """
 
 from __future__ import annotations
