@@ -128,14 +128,12 @@ def flops(inst: Instruction) -> int:
     if inst.opcode in ELEMENTWISE and inst.opcode not in (Opcode.CONVERT, Opcode.COPY):
         return size
     if inst.opcode is Opcode.DOT:
-        assert isinstance(inst.attrs, DotDims)
         lhs = inst.operands[0].array_shape.dims
-        return 2 * size * math.prod(lhs[d] for d in inst.attrs.lhs_contracting)
+        return 2 * size * math.prod(lhs[d] for d in inst.attrs_as(DotDims).lhs_contracting)
     if inst.opcode is Opcode.REDUCE:
         return inst.operands[0].array_shape.size
     if inst.opcode is Opcode.CONVOLUTION:
-        assert isinstance(inst.attrs, ConvAttrs)
-        kernel = inst.operands[1].array_shape
-        per_output = kernel.size // max(kernel.dims[inst.attrs.dims.kernel_output_feature], 1)
+        kernel, dims = inst.operands[1].array_shape, inst.attrs_as(ConvAttrs).dims
+        per_output = kernel.size // max(kernel.dims[dims.kernel_output_feature], 1)
         return 2 * size * per_output
     return 0

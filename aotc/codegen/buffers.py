@@ -354,10 +354,9 @@ def _locate(
     if opcode is Opcode.TUPLE:
         return tuple(result.location(op) for op in inst.operands)
     if opcode is Opcode.GET_TUPLE_ELEMENT:
-        assert isinstance(inst.attrs, TupleIndex)
         location = result.location(inst.operands[0])
         assert isinstance(location, tuple)
-        return location[inst.attrs.index]
+        return location[inst.attrs_as(TupleIndex).index]
     if opcode in ALIASING:
         return result.location(inst.operands[0])
     buffers = [

@@ -11,7 +11,7 @@ from aotc.codegen.interface import TensorInfo
 from aotc.codegen.target import TargetSpec, create_target_machine, emit_object, optimize
 from aotc.codegen.vector import vector_info
 from aotc.errors import CodegenError
-from aotc.hlo.ir import Module, Opcode
+from aotc.hlo.ir import Module, Opcode, parameter_number
 from aotc.report import CompileReport, build_report
 
 HOST = TargetSpec()
@@ -99,7 +99,7 @@ def _check_signature(
 ) -> None:
     entry = module.entry
     params = entry.parameters
-    if [p.attrs.number for p in params] != list(range(len(params))):  # type: ignore[union-attr]
+    if [parameter_number(p) for p in params] != list(range(len(params))):
         raise CodegenError(f"entry {entry.name} parameters must be numbered 0..{len(params) - 1}")
     if entry.root.opcode is not Opcode.TUPLE:
         raise CodegenError(f"entry {entry.name} root %{entry.root.name} must be a tuple")

@@ -229,10 +229,10 @@ def _row_plan(group: _Group, inner: list[Instruction]) -> FusionPlan | None:
 
 
 def _reduces_trailing(reduce: Instruction, row_dims: tuple[int, ...]) -> bool:
-    assert isinstance(reduce.attrs, Dimensions)
     rank = reduce.operands[0].array_shape.rank
     k = len(row_dims)
-    return reduce.array_shape.dims == row_dims and reduce.attrs.dimensions == tuple(range(k, rank))
+    reduced = reduce.attrs_as(Dimensions).dimensions
+    return reduce.array_shape.dims == row_dims and reduced == tuple(range(k, rank))
 
 
 def _cached_members(
@@ -264,11 +264,9 @@ def _cached_reads_ok(group: _Group, cached: set[Instruction], k: int) -> bool:
 
 
 def _is_boundary(inst: Instruction, k: int) -> bool:
-    return (
-        inst.opcode is Opcode.BROADCAST
-        and isinstance(inst.attrs, Dimensions)
-        and inst.attrs.dimensions == tuple(range(k))
-    )
+    if inst.opcode is not Opcode.BROADCAST:
+        return False
+    return inst.attrs_as(Dimensions).dimensions == tuple(range(k))
 
 
 def _boundary_reads_row(group: _Group, broadcast: Instruction) -> bool:

@@ -56,11 +56,10 @@ def value_source(inst: Instruction) -> tuple[Instruction, int] | None:
         if inst.opcode in ALIASING:
             inst = inst.operands[0]
         elif inst.opcode is Opcode.GET_TUPLE_ELEMENT:
-            assert isinstance(inst.attrs, TupleIndex)
-            tuple_value = inst.operands[0]
+            tuple_value, index = inst.operands[0], inst.attrs_as(TupleIndex).index
             if tuple_value.opcode is not Opcode.TUPLE:
-                return None if tuple_value.opcode in NO_BUFFER else (tuple_value, inst.attrs.index)
-            inst = tuple_value.operands[inst.attrs.index]
+                return None if tuple_value.opcode in NO_BUFFER else (tuple_value, index)
+            inst = tuple_value.operands[index]
         else:
             return None if inst.opcode in NO_BUFFER else (inst, 0)
 

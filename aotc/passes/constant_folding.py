@@ -10,10 +10,10 @@ import numpy as np
 from aotc.errors import AotcError
 from aotc.hlo.evaluate import evaluate_computation
 from aotc.hlo.ir import CONTROL_FLOW, Computation, Instruction, Module, Opcode
+from aotc.hlo.opcodes import LEAVES
 from aotc.hlo.shape import Shape
 from aotc.passes.rewrite import RewriteContext, constant_like, rewrite_module
 
-_LEAVES = frozenset({Opcode.PARAMETER, Opcode.CONSTANT, Opcode.IOTA})
 _CONSTANT_OPERANDS = frozenset({Opcode.CONSTANT, Opcode.IOTA})
 
 
@@ -54,7 +54,7 @@ class ConstantFolding:
         return constant_like(ctx.b, value, inst)
 
     def _foldable(self, inst: Instruction) -> bool:
-        if inst.opcode in _LEAVES or not isinstance(inst.shape, Shape):
+        if inst.opcode in LEAVES or not isinstance(inst.shape, Shape):
             return False
         if inst.opcode in CONTROL_FLOW:
             return False  # a loop may run long, or forever; a known branch is inlined

@@ -60,9 +60,9 @@ def _is_nhwc(attrs: ConvAttrs, rank: int) -> bool:
 
 
 def _applies(conv: Instruction) -> bool:
-    attrs = conv.attrs
-    if conv.opcode is not Opcode.CONVOLUTION or not isinstance(attrs, ConvAttrs):
+    if conv.opcode is not Opcode.CONVOLUTION:
         return False
+    attrs = conv.attrs_as(ConvAttrs)
     dims = attrs.window.dims
     if not any(w.lhs_dilation > 1 for w in dims) or attrs.batch_group_count != 1:
         return False
@@ -75,8 +75,7 @@ def decompose(ctx: RewriteContext, conv: Instruction) -> Instruction | None:
     """The rewrite rule: a transposed convolution as interleaved sub-pixel convolutions."""
     if not _applies(conv):
         return None
-    assert isinstance(conv.attrs, ConvAttrs)
-    dims = conv.attrs.window.dims
+    dims = conv.attrs_as(ConvAttrs).window.dims
     x = conv.operands[0].array_shape
     out = conv.array_shape
     rows = [-(-o // w.lhs_dilation) for o, w in zip(out.dims[1:-1], dims, strict=True)]
@@ -95,14 +94,14 @@ def decompose(ctx: RewriteContext, conv: Instruction) -> Instruction | None:
 
 def _phase_conv(b: ComputationBuilder, conv: Instruction, phases: Sequence[_Phase]) -> Instruction:
     """One sub-pixel convolution: the input range the phase reads, the taps that hit it."""
-    assert isinstance(conv.attrs, ConvAttrs)
     x, w = conv.operands
     x_dims, w_dims = x.array_shape.dims, w.array_shape.dims
     if any(p.start > 0 or p.end < n for p, n in zip(phases, x_dims[1:-1], strict=True)):
         starts = [0, *(p.start for p in phases), 0]
         limits = [x_dims[0], *(p.end for p in phases), x_dims[-1]]
         x = b.slice(x, starts, limits)
-    strides = [p_dim.lhs_dilation for p_dim in conv.attrs.window.dims]
+    conv_attrs = conv.attrs_as(ConvAttrs)
+    strides = [p_dim.lhs_dilation for p_dim in conv_attrs.window.dims]
     w = b.slice(
         w,
         [*(p.first for p in phases), 0, 0],
@@ -111,8 +110,8 @@ def _phase_conv(b: ComputationBuilder, conv: Instruction, phases: Sequence[_Phas
     )
     attrs = ConvAttrs(
         Window(tuple(p.window for p in phases)),
-        conv.attrs.dims,
-        conv.attrs.feature_group_count,
+        conv_attrs.dims,
+        conv_attrs.feature_group_count,
     )
     return b.convolution(x, w, attrs)
 

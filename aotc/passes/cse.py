@@ -7,13 +7,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from aotc.hlo.ir import Instruction, Module, Opcode
+from aotc.hlo.opcodes import COMMUTATIVE
 from aotc.passes.rewrite import RewriteContext, rewrite_module
 
-#: Operand order does not matter for these (also for floats: IEEE a + b == b + a).
-COMMUTATIVE = frozenset({
-    Opcode.ADD, Opcode.MULTIPLY, Opcode.MAXIMUM, Opcode.MINIMUM, Opcode.AND, Opcode.OR,
-    Opcode.XOR,
-})  # fmt: skip
 #: Float max/min of +0.0 and -0.0 may return either zero, depending on operand order.
 _ORDERED_FOR_FLOATS = frozenset({Opcode.MAXIMUM, Opcode.MINIMUM})
 

@@ -11,15 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from aotc.hlo.ir import (
-    CONTROL_FLOW,
-    ELEMENTWISE,
-    Computation,
-    Instruction,
-    Module,
-    Opcode,
-    parameter_number,
-)
+from aotc.hlo.ir import CONTROL_FLOW, Computation, Instruction, Module, Opcode, parameter_number
+from aotc.hlo.opcodes import Category
 from aotc.hlo.text import callee_texts, format_literal, print_instruction
 
 
@@ -49,26 +42,22 @@ class Graph:
     keys: dict[int, str] = field(default_factory=dict)  # id(instruction) -> node key
 
 
-_COLORS: dict[str, str] = {
-    "parameter": "#d8f0d8",
-    "constant": "#eeeeee",
-    "contraction": "#fde2c0",
-    "reduction": "#f6d0e6",
-    "elementwise": "#dde8fb",
-    "other": "#ffffff",
+_ELEMENTWISE_COLOR = "#dde8fb"
+_COLORS: dict[Category, str] = {
+    Category.LEAF: "#eeeeee",  # constants and iotas (parameters: _PARAMETER_COLOR)
+    Category.CONTRACTION: "#fde2c0",
+    Category.REDUCTION: "#f6d0e6",
+    Category.UNARY: _ELEMENTWISE_COLOR,
+    Category.BINARY: _ELEMENTWISE_COLOR,
+    Category.TERNARY: _ELEMENTWISE_COLOR,
 }
+_PARAMETER_COLOR, _OTHER_COLOR = "#d8f0d8", "#ffffff"
 
 
 def _color(inst: Instruction) -> str:
     if inst.opcode is Opcode.PARAMETER:
-        return _COLORS["parameter"]
-    if inst.opcode in (Opcode.CONSTANT, Opcode.IOTA):
-        return _COLORS["constant"]
-    if inst.opcode in (Opcode.DOT, Opcode.CONVOLUTION):
-        return _COLORS["contraction"]
-    if inst.opcode in (Opcode.REDUCE, Opcode.REDUCE_WINDOW):
-        return _COLORS["reduction"]
-    return _COLORS["elementwise" if inst.opcode in ELEMENTWISE else "other"]
+        return _PARAMETER_COLOR
+    return _COLORS.get(inst.opcode.info.category, _OTHER_COLOR)
 
 
 MAX_LINE = 48
@@ -81,7 +70,7 @@ def _lines(inst: Instruction) -> list[str]:
     if inst.opcode is Opcode.CONSTANT and inst.literal is not None:
         head += " " + format_literal(inst.literal, elide=True)
     lines = [inst.name, head if len(head) <= MAX_LINE else head[: MAX_LINE - 1] + "…"]
-    if inst.opcode is not Opcode.FUSION:
+    if inst.opcode is not Opcode.FUSION:  # fusions are drawn as clusters
         lines += callee_texts(inst)
     return lines
 

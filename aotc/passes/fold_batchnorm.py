@@ -41,10 +41,9 @@ def feature_vector(inst: Instruction, dim: int) -> np.ndarray | None:
         x = inst.operands[0]
         if x.opcode is not Opcode.CONSTANT or x.literal is None:
             return None
-        assert isinstance(inst.attrs, Dimensions)
         if x.array_shape.rank == 0:
             return np.full(shape.dims[dim], x.literal)
-        return x.literal if inst.attrs.dimensions == (dim,) else None
+        return x.literal if inst.attrs_as(Dimensions).dimensions == (dim,) else None
     if inst.opcode is not Opcode.CONSTANT or inst.literal is None:
         return None
     return _vector_along(inst.literal, dim)
@@ -82,13 +81,11 @@ def weight_axes(y: Instruction) -> list[tuple[int, int, int]]:
     """``(output dim, operand index, operand dim)`` for each output dimension of a dot or a
     convolution that runs along one dimension of a constant operand."""
     if y.opcode is Opcode.CONVOLUTION:
-        assert isinstance(y.attrs, ConvAttrs)
-        kernel_is_constant = y.operands[1].opcode is Opcode.CONSTANT
-        if y.attrs.batch_group_count != 1 or not kernel_is_constant:
+        conv, kernel_is_constant = y.attrs_as(ConvAttrs), y.operands[1].opcode is Opcode.CONSTANT
+        if conv.batch_group_count != 1 or not kernel_is_constant:
             return []
-        return [(y.attrs.dims.output_feature, 1, y.attrs.dims.kernel_output_feature)]
-    assert isinstance(y.attrs, DotDims)
-    d = y.attrs
+        return [(conv.dims.output_feature, 1, conv.dims.kernel_output_feature)]
+    d = y.attrs_as(DotDims)
     lhs_free = _free_dims(y.operands[0].array_shape.rank, d.lhs_batch, d.lhs_contracting)
     rhs_free = _free_dims(y.operands[1].array_shape.rank, d.rhs_batch, d.rhs_contracting)
     first_rhs = len(d.lhs_batch) + len(lhs_free)

@@ -49,8 +49,7 @@ def _is(inst: Instruction, value: int) -> bool:
 
 
 def _dims(inst: Instruction) -> tuple[int, ...]:
-    assert isinstance(inst.attrs, Dimensions)
-    return inst.attrs.dimensions
+    return inst.attrs_as(Dimensions).dimensions
 
 
 # ---- elementwise identities ----------------------------------------------------------------
@@ -180,8 +179,7 @@ def broadcast_of_broadcast(ctx: RewriteContext, inst: Instruction) -> Instructio
 
 
 def _slice(inst: Instruction) -> SliceAttrs:
-    assert isinstance(inst.attrs, SliceAttrs)
-    return inst.attrs
+    return inst.attrs_as(SliceAttrs)
 
 
 def full_slice(ctx: RewriteContext, inst: Instruction) -> Instruction | None:

@@ -13,8 +13,7 @@ def _untransposed(
     dimensions keep their order through ``perm`` (a dot's result lists them in order)."""
     if operand.opcode is not Opcode.TRANSPOSE:
         return None
-    assert isinstance(operand.attrs, Dimensions)
-    perm = operand.attrs.dimensions
+    perm = operand.attrs_as(Dimensions).dimensions
     free = [perm[d] for d in range(len(perm)) if d not in batch and d not in contracting]
     if free != sorted(free):
         return None
@@ -23,8 +22,7 @@ def _untransposed(
 
 def transposed_operands(ctx: RewriteContext, dot: Instruction) -> Instruction | None:
     """``dot(transpose(a), transpose(b))`` -> ``dot(a, b)`` with remapped dimension numbers."""
-    assert isinstance(dot.attrs, DotDims)
-    d = dot.attrs
+    d = dot.attrs_as(DotDims)
     lhs = _untransposed(dot.operands[0], d.lhs_batch, d.lhs_contracting)
     rhs = _untransposed(dot.operands[1], d.rhs_batch, d.rhs_contracting)
     if lhs is None and rhs is None:

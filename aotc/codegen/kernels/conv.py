@@ -96,8 +96,7 @@ def pointwise_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> 
     The output's leading dimensions are the GEMM's free lhs dimensions, so a fused epilogue
     sees the output's own index.
     """
-    attrs = inst.attrs
-    assert isinstance(attrs, ConvAttrs)
+    attrs = inst.attrs_as(ConvAttrs)
     lhs, rhs = (op.array_shape for op in inst.operands)
     if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, inst.array_shape)):
         return None
@@ -150,8 +149,7 @@ def emit_conv_loops(
     b: ir.IRBuilder, inst: Instruction, operands: Sequence[ElementGenerator], finish: Finish
 ) -> None:
     """The loop kernel: each output element goes to ``finish`` (a store, or an epilogue)."""
-    attrs = inst.attrs
-    assert isinstance(attrs, ConvAttrs)
+    attrs = inst.attrs_as(ConvAttrs)
     if attrs.batch_group_count != 1:
         raise CodegenError(
             f"convolution %{inst.name} with batch_group_count {attrs.batch_group_count} "

@@ -95,8 +95,7 @@ def conv_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> ConvG
     ``rhs_source`` holds the kernel's buffer (a fusion operand when the convolution is fused);
     a constant there is packed at compile time.
     """
-    attrs = inst.attrs
-    assert isinstance(attrs, ConvAttrs)
+    attrs = inst.attrs_as(ConvAttrs)
     lhs, rhs = (op.array_shape for op in inst.operands)
     out = inst.array_shape
     if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)):

@@ -60,8 +60,7 @@ def emit_dot_loops(
     finish: DotFinish,
 ) -> None:
     """The dot's loops; ``finish`` gets each output element (a fused epilogue applies here)."""
-    dims = inst.attrs
-    assert isinstance(dims, DotDims)
+    dims = inst.attrs_as(DotDims)
     lhs_shape, rhs_shape = (op.array_shape for op in inst.operands)
     out = inst.array_shape
     acc_dtype = PrimitiveType.F32 if out.dtype is PrimitiveType.F16 else out.dtype

@@ -86,8 +86,7 @@ def gemm_dot(dot: Instruction, rhs_source: Instruction | None = None) -> GemmDot
     ``rhs_source`` is the instruction whose buffer holds the rhs (a fusion's operand when the
     dot is fused; default: the dot's own operand); a constant there is packed at compile time.
     """
-    dims = dot.attrs
-    assert isinstance(dims, DotDims)
+    dims = dot.attrs_as(DotDims)
     lhs, rhs = (op.array_shape for op in dot.operands)
     if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, dot.array_shape)):
         return None

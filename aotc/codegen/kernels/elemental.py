@@ -89,8 +89,7 @@ def _constant(inst: Instruction, operands: Sequence[ElementGenerator]) -> Elemen
 
 @_makes(Opcode.IOTA)
 def _iota(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
-    assert isinstance(inst.attrs, IotaAttrs)
-    dim = inst.attrs.iota_dimension
+    dim = inst.attrs_as(IotaAttrs).iota_dimension
     dtype = inst.array_shape.dtype
     return lambda b, index: convert(b, index[dim], PrimitiveType.S64, dtype)
 
@@ -103,15 +102,13 @@ def _remap(
 
 @_makes(Opcode.BROADCAST)
 def _broadcast(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
-    assert isinstance(inst.attrs, Dimensions)
-    dims = inst.attrs.dimensions
+    dims = inst.attrs_as(Dimensions).dimensions
     return _remap(operands[0], lambda b, index: [index[d] for d in dims])
 
 
 @_makes(Opcode.TRANSPOSE)
 def _transpose(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
-    assert isinstance(inst.attrs, Dimensions)
-    permutation = inst.attrs.dimensions
+    permutation = inst.attrs_as(Dimensions).dimensions
     inverse = [permutation.index(d) for d in range(len(permutation))]
     return _remap(operands[0], lambda b, index: [index[i] for i in inverse])
 
@@ -161,8 +158,7 @@ def delinearize(b: ir.IRBuilder, linear: ir.Value, dims: Sequence[int]) -> list[
 
 @_makes(Opcode.SLICE)
 def _slice(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
-    attrs = inst.attrs
-    assert isinstance(attrs, SliceAttrs)
+    attrs = inst.attrs_as(SliceAttrs)
 
     def mapping(b: ir.IRBuilder, index: Index) -> Index:
         return [
@@ -182,8 +178,7 @@ def _affine(b: ir.IRBuilder, value: ir.Value, scale: int, offset: int) -> ir.Val
 
 @_makes(Opcode.REVERSE)
 def _reverse(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
-    assert isinstance(inst.attrs, Dimensions)
-    reversed_dims = set(inst.attrs.dimensions)
+    reversed_dims = set(inst.attrs_as(Dimensions).dimensions)
     dims = inst.array_shape.dims
 
     def mapping(b: ir.IRBuilder, index: Index) -> Index:
@@ -201,8 +196,7 @@ def _pad(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGene
     Out-of-range indices are clamped to 0 before the (unused) operand read, so the kernel
     stays branch-free and never reads outside the operand.
     """
-    attrs = inst.attrs
-    assert isinstance(attrs, PadAttrs)
+    attrs = inst.attrs_as(PadAttrs)
     source, padding = operands
     in_dims = inst.operands[0].array_shape.dims
     if 0 in in_dims:
@@ -238,8 +232,7 @@ def _pad_source(
 
 @_makes(Opcode.CONCATENATE)
 def _concatenate(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
-    assert isinstance(inst.attrs, Dimensions)
-    dim = inst.attrs.dimensions[0]
+    dim = inst.attrs_as(Dimensions).dimensions[0]
     sizes = [op.array_shape.dims[dim] for op in inst.operands]
     pieces = [
         (g, start, size)
@@ -303,8 +296,7 @@ def _gather(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementG
     Clamping each start to ``[0, operand_dim - slice_size]`` (as XLA does) means no index
     value, however wrong, makes the kernel read outside the operand.
     """
-    g = inst.attrs
-    assert isinstance(g, GatherAttrs)
+    g = inst.attrs_as(GatherAttrs)
     source, indices = operands
     batch_dims = [d for d in range(inst.array_shape.rank) if d not in g.offset_dims]
     kept = [
@@ -327,8 +319,7 @@ def _gather_starts(
     b: ir.IRBuilder, inst: Instruction, indices: ElementGenerator, batch: Index
 ) -> list[ir.Value]:
     """The clamped start of the slice for one batch position, per operand dimension."""
-    g = inst.attrs
-    assert isinstance(g, GatherAttrs)
+    g = inst.attrs_as(GatherAttrs)
     operand_dims = inst.operands[0].array_shape.dims
     index_shape = inst.operands[1].array_shape
     starts: list[ir.Value] = [i64(0)] * len(operand_dims)
@@ -373,8 +364,7 @@ def emit_concat_store_loops(
     The generic loop would branch to the operand inside the innermost loop, which stops LLVM
     from vectorizing a concatenation along the last (channel) dimension.
     """
-    assert isinstance(concat.attrs, Dimensions)
-    dim, shape = concat.attrs.dimensions[0], concat.array_shape
+    dim, shape = concat.attrs_as(Dimensions).dimensions[0], concat.array_shape
     sizes = [op.array_shape.dims[dim] for op in concat.operands]
     for generator, start, size in zip(operands, _prefix_sums(sizes), sizes, strict=True):
         if size == 0:
@@ -438,8 +428,8 @@ def _scalar_value(
     if inst.opcode is Opcode.TUPLE:
         return tuple(operand_values)  # type: ignore[arg-type]
     if inst.opcode is Opcode.GET_TUPLE_ELEMENT:
-        assert isinstance(inst.attrs, TupleIndex) and isinstance(operand_values[0], tuple)
-        return operand_values[0][inst.attrs.index]
+        assert isinstance(operand_values[0], tuple)
+        return operand_values[0][inst.attrs_as(TupleIndex).index]
     if inst.is_tuple or inst.array_shape.size != 1 or not has_generator(inst.opcode):
         raise CodegenError(
             f"{inst.opcode.value} %{inst.name} {inst.shape} in computation "

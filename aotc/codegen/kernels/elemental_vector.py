@@ -178,8 +178,7 @@ def _broadcast(
     before_lane: LaneHook,
 ) -> VectorGenerator | None:
     """Along the lanes: the operand's own vector (a bias row); across them: a splat."""
-    assert isinstance(inst.attrs, Dimensions)
-    dims = inst.attrs.dimensions
+    dims = inst.attrs_as(Dimensions).dimensions
     last = inst.array_shape.rank - 1
     if last not in dims:
         return splat_generator(_after_lane0(scalar, before_lane))
@@ -194,8 +193,7 @@ def _keeps_last(inst: Instruction, operand: VectorGenerator | None) -> VectorGen
     if operand is None or not in_dims or out_dims[-1] != in_dims[-1]:
         return None
     if inst.opcode is Opcode.TRANSPOSE:
-        assert isinstance(inst.attrs, Dimensions)
-        perm = inst.attrs.dimensions
+        perm = inst.attrs_as(Dimensions).dimensions
         if perm[-1] != len(perm) - 1:
             return None
         inverse = [perm.index(d) for d in range(len(perm))]

@@ -54,8 +54,7 @@ _FLOAT_FOLDS = {
 def emit_reduce_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     """Emit a ``reduce`` (see the module docstring for the two loop shapes)."""
     inst = io.inst
-    assert isinstance(inst.attrs, Dimensions)
-    reduced = inst.attrs.dimensions
+    reduced = inst.attrs_as(Dimensions).dimensions
     rank = inst.operands[0].array_shape.rank
     if reduced and rank - 1 not in reduced:
         _emit_kept_inner(b, io)
@@ -124,8 +123,7 @@ def _interleave_hint(module: ir.Module, count: int) -> ir.MDValue:
 
 def _emit_reduced_inner(b: ir.IRBuilder, io: KernelIO) -> None:
     inst = io.inst
-    assert isinstance(inst.attrs, Dimensions)
-    reduced = inst.attrs.dimensions
+    reduced = inst.attrs_as(Dimensions).dimensions
     count = len(inst.operands) // 2
     inputs, inits = io.operands[:count], io.operands[count:]
     in_dims = inst.operands[0].array_shape.dims
@@ -185,8 +183,7 @@ def _reduce_tile(
 ) -> None:
     """Initialize the rows, fold every reduced position into them, store them."""
     inst = io.inst
-    assert isinstance(inst.attrs, Dimensions)
-    reduced = inst.attrs.dimensions
+    reduced = inst.attrs_as(Dimensions).dimensions
     count = len(inst.operands) // 2
     inits = [init(b, []) for init in io.operands[count:]]
     with for_range(b, width, "c") as c:
@@ -212,11 +209,10 @@ def _fold_tile(
 ) -> None:
     """One reduced position: an elementwise loop over the tile, contiguous in the operand."""
     inst = io.inst
-    assert isinstance(inst.attrs, Dimensions)
     inputs: list[ElementGenerator] = io.operands[: len(rows)]
-    rank = inst.operands[0].array_shape.rank
+    rank, reduced = inst.operands[0].array_shape.rank, inst.attrs_as(Dimensions).dimensions
     with for_range(b, width, "k") as c:
-        index = _merge(rank, inst.attrs.dimensions, r_index, [*outer, b.add(start, c)])
+        index = _merge(rank, reduced, r_index, [*outer, b.add(start, c)])
         current = [row.load(b, c) for row in rows]
         folded = fold(b, inst.called[0], current, [g(b, index) for g in inputs])
         for row, value in zip(rows, folded, strict=True):

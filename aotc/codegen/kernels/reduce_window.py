@@ -27,8 +27,7 @@ from aotc.hlo.memory import output_shapes
 
 def emit_reduce_window_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     inst = io.inst
-    assert isinstance(inst.attrs, ReduceWindowAttrs)
-    window = inst.attrs.window.dims
+    window = inst.attrs_as(ReduceWindowAttrs).window.dims
     count = len(inst.operands) // 2
     shapes = output_shapes(inst)
     out_dims = shapes[0].dims
@@ -77,8 +76,7 @@ def _fold_tap(
 
 
 def _window(io: KernelIO) -> tuple[WindowDim, ...]:
-    assert isinstance(io.inst.attrs, ReduceWindowAttrs)
-    return io.inst.attrs.window.dims
+    return io.inst.attrs_as(ReduceWindowAttrs).window.dims
 
 
 def _fold_row(

@@ -234,8 +234,7 @@ _INT_PREDICATES = {
 
 
 def _compare(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
-    assert isinstance(inst.attrs, CompareAttrs)
-    direction = inst.attrs.direction
+    direction = inst.attrs_as(CompareAttrs).direction
     x, y = values
     dtype = operand_dtype(inst)
     if dtype.is_float:
