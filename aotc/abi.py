@@ -1,5 +1,56 @@
-"""Facts of the generated C ABI, shared by scheduling, buffer assignment, kernels and header."""
+"""Facts of the generated C ABI: alignment, the element types of arguments and results, and
+what makes a valid C symbol. Shared by the config, the front end, codegen and the header; this
+module depends on nothing else in aotc."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
 
 #: Alignment in bytes of the caller's temp buffer, of every offset in it, and of constants:
 #: a cache line, and the width of the widest vector loads (AVX-512).
 ALIGN = 64
+
+# The element types an argument or result may have (feeds, fetches, config `dtype:`), by numpy
+# name; TensorFlow's complex types decode but do not compile.
+SUPPORTED_DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(name)
+    for name in (
+        "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+        "uint8", "uint16", "uint32", "uint64", "bool",
+    )
+}  # fmt: skip
+
+
+# C11/C23 keywords, plus C++ keywords since the header is also compiled as C++.
+# fmt: off
+C_KEYWORDS = frozenset((
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "nullptr",
+    "alignas", "alignof", "constexpr", "static_assert", "thread_local", "typeof", "typeof_unqual",
+    "_Alignas", "_Alignof", "_Atomic", "_BitInt", "_Bool", "_Complex", "_Decimal128",
+    "_Decimal32", "_Decimal64", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert",
+    "_Thread_local", "and", "and_eq", "asm", "bitand", "bitor", "catch", "char8_t", "char16_t",
+    "char32_t", "class", "compl", "concept", "consteval", "constinit", "const_cast", "co_await",
+    "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
+    "mutable", "namespace", "new", "noexcept", "not", "not_eq", "operator", "or", "or_eq",
+    "private", "protected", "public", "reinterpret_cast", "requires", "static_cast", "template",
+    "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t", "xor", "xor_eq",
+))
+# fmt: on
+
+
+def c_identifier(text: str) -> str:
+    """A valid, non-reserved C identifier made from ``text`` ("my-model.v2" -> "my_model_v2")."""
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    if not ident:
+        return "model"
+    # Leading digits are invalid, and a leading underscore is reserved at file scope.
+    if ident[0].isdigit() or ident[0] == "_":
+        ident = "m" + ident
+    if ident in C_KEYWORDS:
+        ident += "_"
+    return ident

@@ -7,7 +7,6 @@ message names the file, the key path (``feeds[1].shape``) and the problem.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +15,9 @@ from typing import Any, NoReturn
 import numpy as np
 import yaml
 
+from aotc.abi import SUPPORTED_DTYPES
 from aotc.errors import AotcError, ConfigError, InputFileError
-from aotc.frontend.node import TensorRef
-from aotc.frontend.tensor import SUPPORTED_DTYPES
+from aotc.tensor_ref import TensorRef
 
 
 @dataclass(frozen=True)
@@ -330,36 +329,3 @@ def _load_yaml(text: str, source: str) -> object:
         raise ConfigError(f"{source}: YAML syntax error: {e}") from None
     finally:
         loader.dispose()
-
-
-# C11/C23 keywords, plus C++ keywords since the header is also compiled as C++.
-# fmt: off
-C_KEYWORDS = frozenset((
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-    "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "nullptr",
-    "alignas", "alignof", "constexpr", "static_assert", "thread_local", "typeof", "typeof_unqual",
-    "_Alignas", "_Alignof", "_Atomic", "_BitInt", "_Bool", "_Complex", "_Decimal128",
-    "_Decimal32", "_Decimal64", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert",
-    "_Thread_local", "and", "and_eq", "asm", "bitand", "bitor", "catch", "char8_t", "char16_t",
-    "char32_t", "class", "compl", "concept", "consteval", "constinit", "const_cast", "co_await",
-    "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
-    "mutable", "namespace", "new", "noexcept", "not", "not_eq", "operator", "or", "or_eq",
-    "private", "protected", "public", "reinterpret_cast", "requires", "static_cast", "template",
-    "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t", "xor", "xor_eq",
-))
-# fmt: on
-
-
-def c_identifier(text: str) -> str:
-    """A valid, non-reserved C identifier made from ``text`` ("my-model.v2" -> "my_model_v2")."""
-    ident = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    if not ident:
-        return "model"
-    # Leading digits are invalid, and a leading underscore is reserved at file scope.
-    if ident[0].isdigit() or ident[0] == "_":
-        ident = "m" + ident
-    if ident in C_KEYWORDS:
-        ident += "_"
-    return ident

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aotc.config import Config, Feed, Fetch, Target, c_identifier, load_config
+from aotc.abi import c_identifier
+from aotc.config import Config, Feed, Fetch, Target, load_config
 from aotc.errors import ConfigError, InputFileError
-from aotc.frontend.node import TensorRef
+from aotc.tensor_ref import TensorRef
 
 FULL = """\
 name: mlp                  # C identifier prefix

@@ -14,8 +14,9 @@ from graph_specs import graph, graph_def
 
 from aotc.errors import GraphError, InputFileError
 from aotc.frontend.graphdef import Graph, load_graph
-from aotc.frontend.node import Node, TensorRef
+from aotc.frontend.node import Node
 from aotc.proto import aotc_tf_pb2 as pb
+from aotc.tensor_ref import TensorRef
 
 FIXTURES = Path(__file__).parent / "data" / "tf"
 

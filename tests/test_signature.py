@@ -12,7 +12,6 @@ from google.protobuf import text_format
 from aotc.config import Config, Feed, Fetch, parse_config
 from aotc.errors import ConfigError, UnsupportedError
 from aotc.frontend.graphdef import Graph
-from aotc.frontend.node import TensorRef
 from aotc.frontend.signature import (
     FetchSpec,
     Signature,
@@ -21,6 +20,7 @@ from aotc.frontend.signature import (
     resolve_signature,
 )
 from aotc.proto import aotc_tf_pb2 as pb
+from aotc.tensor_ref import TensorRef
 
 F32 = np.dtype(np.float32)
 

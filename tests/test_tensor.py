@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from google.protobuf import text_format
 
+from aotc.abi import SUPPORTED_DTYPES
 from aotc.errors import GraphError, UnsupportedError
 from aotc.frontend.tensor import (
-    SUPPORTED_DTYPES,
     dtype_name,
     numpy_dtype,
     shape_from_proto,

@@ -11,10 +11,9 @@ import re
 import textwrap
 from collections.abc import Sequence
 
-from aotc.abi import ALIGN
+from aotc.abi import ALIGN, C_KEYWORDS
 from aotc.codegen.interface import TensorInfo
 from aotc.codegen.target import TargetSpec, float_abi
-from aotc.config import C_KEYWORDS
 from aotc.hlo.shape import PrimitiveType
 
 C_TYPES: dict[PrimitiveType, str] = {

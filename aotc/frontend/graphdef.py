@@ -11,8 +11,9 @@ from google.protobuf import message, text_format
 
 from aotc.errors import GraphError, InputFileError
 from aotc.frontend.inline import inline_functions, needs_inlining
-from aotc.frontend.node import Node, TensorRef
+from aotc.frontend.node import Node
 from aotc.proto import aotc_tf_pb2 as pb
+from aotc.tensor_ref import TensorRef
 
 TEXT_SUFFIXES = frozenset({".pbtxt", ".pbtext", ".txt", ".prototxt"})
 BINARY_SUFFIXES = frozenset({".pb", ".graphdef"})

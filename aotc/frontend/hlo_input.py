@@ -21,14 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from aotc.config import Config, c_identifier
+from aotc.abi import c_identifier
+from aotc.config import Config
 from aotc.errors import ConfigError, InputFileError
-from aotc.frontend.node import TensorRef
 from aotc.frontend.signature import FetchSpec, Signature, TensorSpec, model_stem
 from aotc.hlo.ir import Instruction, Module, Opcode
 from aotc.hlo.shape import TupleShape
 from aotc.hlo.text import parse_module
 from aotc.hlo.verify import verify_module
+from aotc.tensor_ref import TensorRef
 
 HLO_SUFFIXES = frozenset({".hlo", ".hlotxt"})
 _TEXT_SUFFIXES = frozenset({".txt", ".text"})

@@ -1,9 +1,8 @@
-"""Tensor references ("node:1") and a decoding wrapper around ``NodeDef``."""
+"""A decoding wrapper around ``NodeDef``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,31 +10,9 @@ import numpy as np
 from aotc.errors import GraphError
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto, tensor_to_numpy
 from aotc.proto import aotc_tf_pb2 as pb
+from aotc.tensor_ref import TensorRef
 
 _MISSING: Any = object()
-
-
-@dataclass(frozen=True, order=True)
-class TensorRef:
-    """One output of a node: ``node`` and output ``index`` ("split:1"; "x" is "x:0")."""
-
-    node: str
-    index: int = 0
-
-    @classmethod
-    def parse(cls, text: str) -> TensorRef:
-        """Parse "name" or "name:i"; control inputs ("^name") and junk raise GraphError."""
-        if text.startswith("^"):
-            raise GraphError(f"'{text}' is a control input, not a tensor")
-        name, sep, index = text.rpartition(":")
-        if not sep:
-            name, index = text, "0"
-        if not name or not index.isascii() or not index.isdigit():
-            raise GraphError(f"'{text}' is not a tensor name (expected 'node' or 'node:index')")
-        return cls(name, int(index))
-
-    def __str__(self) -> str:
-        return self.node if self.index == 0 else f"{self.node}:{self.index}"
 
 
 class Node:

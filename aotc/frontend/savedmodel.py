@@ -21,15 +21,15 @@ from pathlib import Path
 
 from google.protobuf import message, text_format
 
-from aotc.config import c_identifier
+from aotc.abi import c_identifier
 from aotc.errors import ConfigError, InputFileError
 from aotc.frontend.freeze import freeze_reads
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.inline import inline_functions
-from aotc.frontend.node import TensorRef
 from aotc.frontend.signature import FetchSpec, Signature, TensorSpec
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto
 from aotc.proto import aotc_tf_pb2 as pb
+from aotc.tensor_ref import TensorRef
 
 DEFAULT_SIGNATURE = "serving_default"
 DEFAULT_TAGS = ("serve",)

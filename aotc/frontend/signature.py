@@ -16,11 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from aotc.config import Config, Feed, Fetch, Variable, c_identifier
+from aotc.abi import SUPPORTED_DTYPES, c_identifier
+from aotc.config import Config, Feed, Fetch, Variable
 from aotc.errors import ConfigError, GraphError, UnsupportedError
 from aotc.frontend.graphdef import Graph
-from aotc.frontend.node import Node, TensorRef
-from aotc.frontend.tensor import SUPPORTED_DTYPES
+from aotc.frontend.node import Node
+from aotc.tensor_ref import TensorRef
 
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
 

@@ -36,15 +36,6 @@ _TO_NUMPY: dict[int, np.dtype] = {
 }
 _FROM_NUMPY: dict[np.dtype, int] = {v: k for k, v in _TO_NUMPY.items()}
 
-# The dtypes aotc compiles (feeds, fetches, config `dtype:`); complex decodes but is not listed.
-SUPPORTED_DTYPES: dict[str, np.dtype] = {
-    name: np.dtype(name)
-    for name in (
-        "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-        "uint8", "uint16", "uint32", "uint64", "bool",
-    )
-}  # fmt: skip
-
 # Which typed field holds the values of each dtype (TensorFlow's ProtoHelper<T>).
 _VALUE_FIELD: dict[int, str] = {
     pb.DT_HALF: "half_val",

@@ -14,7 +14,7 @@ import numpy as np
 from aotc.errors import AotcError, GraphError, ShapeError, UnsupportedError
 from aotc.frontend.effects import check_effects, dropped_note
 from aotc.frontend.graphdef import Graph
-from aotc.frontend.node import Node, TensorRef
+from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import lookup
 from aotc.frontend.signature import Signature
 from aotc.frontend.variables import VariableState, check_variables, updated_variable
@@ -22,6 +22,7 @@ from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate_computation
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode
 from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
+from aotc.tensor_ref import TensorRef
 
 # Constant subgraphs (shape arithmetic, Fill, Range, ...) are evaluated while translating;
 # a crafted graph must not turn that into a multi-gigabyte, hours-long computation.
