@@ -21,23 +21,25 @@ from typing import Any
 
 import numpy as np
 
-from aotc.cache import DiskCache, MemoryCache, cache_key, compile_cached
-from aotc.codegen.compile import CompiledModel
-from aotc.driver import TargetOverrides
+from aotc import cache as compile_cache
+from aotc.cache import CachePolicy, compile_cached
+from aotc.driver import CompileResult, SourceOptions
 from aotc.errors import ArgumentError
-from aotc.frontend.sources import SourceOptions
 from aotc.jit import JitModel
+from aotc.report import CompileReport
 
-_MEMORY = MemoryCache()
+# The function made for each result of the memory cache, by id (the cache keeps them alive).
+_FUNCTIONS: dict[int, CompiledFunction] = {}
 
 
 class CompiledFunction:
     """A compiled model loaded into this process; call it like a function."""
 
-    def __init__(self, model: CompiledModel, cache_hit: bool = False) -> None:
-        self.model = model
+    def __init__(self, result: CompileResult, cache_hit: bool = False) -> None:
+        self.result = result
+        self.model = result.model
         self.cache_hit = cache_hit
-        self._jit = JitModel.from_compiled(model)
+        self._jit = JitModel.from_compiled(result.model)
 
     @property
     def name(self) -> str:
@@ -54,9 +56,9 @@ class CompiledFunction:
         return self.model.object_bytes
 
     @property
-    def report(self) -> Any:
-        """The compiler's report on this model (None when this aotc has none)."""
-        return getattr(self.model, "report", None)
+    def report(self) -> CompileReport:
+        """The compiler's report: kernels, memory, pass timings (``aotc compile --report``)."""
+        return self.result.report
 
     @property
     def arg_names(self) -> list[str]:
@@ -137,19 +139,17 @@ def compile(  # noqa: A001 - aotc.compile mirrors the CLI's `aotc compile`
         tuple(tags) if tags else None,
         {k: tuple(int(d) for d in v) for k, v in (shapes or {}).items()},
     )
+    policy = CachePolicy(enabled=cache, disk=cache_dir is not None, folder=cache_dir, memory=True)
+    result, hit = compile_cached(model, config, options=options, policy=policy)
     if not cache:
-        return CompiledFunction(compile_cached(model, config, TargetOverrides(), options)[0])
-    key = cache_key(model, config, TargetOverrides(), options)
-    hit = _MEMORY.get(key)
-    if hit is not None:
-        return hit  # type: ignore[no-any-return]
-    disk = DiskCache(cache_dir) if cache_dir is not None else None
-    compiled, from_disk = compile_cached(model, config, TargetOverrides(), options, disk)
-    fn = CompiledFunction(compiled, cache_hit=from_disk)
-    _MEMORY.put(key, fn)
+        return CompiledFunction(result, hit)
+    fn = _FUNCTIONS.get(id(result))
+    if fn is None or fn.result is not result:
+        fn = _FUNCTIONS[id(result)] = CompiledFunction(result, hit)
     return fn
 
 
 def clear_memory_cache() -> None:
     """Forget every model compiled in this process (the disk cache is untouched)."""
-    _MEMORY.clear()
+    compile_cache.clear_memory_cache()
+    _FUNCTIONS.clear()

@@ -3,9 +3,12 @@
 The key is a SHA-256 over everything that decides the output: the input's bytes (a GraphDef or
 HLO file; for a SavedModel directory ``saved_model.pb`` and every file under ``variables/``),
 the config file's bytes (the explicit one, or the ``.yaml`` sibling aotc would pick up), the
-target overrides, the SavedModel options, the host (``"host"`` targets resolve to this
-machine's cpu and features) and the aotc version.
+target overrides, the SavedModel options, the disabled passes, the host (``"host"`` targets
+resolve to this machine's cpu and features) and the compiler's own fingerprint.
 
+``compile_cached`` is the one cache policy, used by the CLI and the Python API alike: a
+``CachePolicy`` says which caches to use, a compile that dumps HLO always runs (the dumps are
+its point), and a result is stored only when the inputs did not change while compiling.
 ``MemoryCache`` keeps values for the life of the process. ``DiskCache`` stores one file per key
 under a folder (default: ``$AOTC_CACHE_DIR``, else ``$XDG_CACHE_HOME/aotc``, else
 ``~/.cache/aotc``): written to a temporary name and renamed, so concurrent writers never expose
@@ -20,7 +23,7 @@ import functools
 import hashlib
 import os
 import pickle
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +33,14 @@ from aotc import __version__
 from aotc.atomic import write_atomically
 from aotc.codegen.compile import CompiledModel
 from aotc.codegen.target import TargetSpec, resolve_target
-from aotc.driver import TargetOverrides, compile_graph
+from aotc.driver import CompileResult, TargetOverrides, compile_graph
 from aotc.errors import OutputError
 from aotc.frontend.freeze import checkpoint_files
 from aotc.frontend.signature import default_config_path
 from aotc.frontend.sources import SourceOptions
+from aotc.passes import PipelineOptions
 
-FORMAT = b"AOTCCACHE1\n"
+FORMAT = b"AOTCCACHE2\n"
 _DIGEST_BYTES = 32
 
 
@@ -53,11 +57,16 @@ def cache_key(
     config_path: str | Path | None = None,
     target: TargetOverrides | None = None,
     options: SourceOptions | None = None,
+    passes: PipelineOptions | None = None,
 ) -> str:
     """The hex SHA-256 that names this compilation's cache entry."""
     h = hashlib.sha256()
+    disabled = sorted(passes.disabled) if passes else []
     parts = _key_parts(
-        Path(model_path), config_path, target or TargetOverrides(), options or SourceOptions()
+        Path(model_path),
+        config_path,
+        target or TargetOverrides(),
+        repr(((options or SourceOptions()).key(), disabled)),
     )
     for part in parts:
         h.update(len(part).to_bytes(8, "little"))  # length-prefixed: parts cannot run together
@@ -66,13 +75,11 @@ def cache_key(
 
 
 def _key_parts(
-    path: Path, config_path: str | Path | None, target: TargetOverrides, options: SourceOptions
+    path: Path, config_path: str | Path | None, target: TargetOverrides, options: str
 ) -> list[bytes]:
     config = Path(config_path) if config_path else default_config_path(path)
     host = resolve_target(TargetSpec())
-    meta = repr(
-        (compiler_fingerprint(), FORMAT, vars(target), options.key(), vars(host), config is None)
-    )
+    meta = repr((compiler_fingerprint(), FORMAT, vars(target), options, vars(host), config is None))
     parts = [meta.encode()]
     for name, data in _input_files(path):
         parts += [name.encode(), data]
@@ -141,43 +148,73 @@ class DiskCache:
     def path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.aotc"
 
-    def get(self, key: str) -> CompiledModel | None:
-        """The stored model, or None when missing, unreadable, corrupt or incompatible."""
+    def get(self, key: str) -> CompileResult | None:
+        """The stored result, or None when missing, unreadable, corrupt or incompatible."""
         path = self.path(key)
         try:
             data = path.read_bytes()
         except OSError:
             return None
-        model = _decode(data)
-        if model is None:
+        result = _decode(data)
+        if result is None:
             path.unlink(missing_ok=True)  # a broken entry: drop it so it gets rebuilt
-        return model
+        return result
 
-    def put(self, key: str, model: CompiledModel) -> None:
-        """Store ``model`` atomically; a cache that cannot be written is skipped silently."""
+    def put(self, key: str, result: CompileResult) -> None:
+        """Store ``result`` atomically; a cache that cannot be written is skipped silently."""
         path = self.path(key)
         try:
-            write_atomically(path, _encode(model))
+            write_atomically(path, _encode(result))
         except (OutputError, pickle.PicklingError, TypeError, AttributeError):
             return
 
 
-def _encode(model: CompiledModel) -> bytes:
+def _encode(result: CompileResult) -> bytes:
     # Fields by name, not the object: a CompiledModel that gained a field still loads old ones.
-    fields = {f.name: getattr(model, f.name) for f in dataclasses.fields(model)}
-    payload = pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
+    model = {f.name: getattr(result.model, f.name) for f in dataclasses.fields(result.model)}
+    payload = pickle.dumps((model, result.report), protocol=pickle.HIGHEST_PROTOCOL)
     return FORMAT + hashlib.sha256(payload).digest() + payload
 
 
-def _decode(data: bytes) -> CompiledModel | None:
+def _decode(data: bytes) -> CompileResult | None:
     header, rest = data[: len(FORMAT)], data[len(FORMAT) :]
     digest, payload = rest[:_DIGEST_BYTES], rest[_DIGEST_BYTES:]
     if header != FORMAT or hashlib.sha256(payload).digest() != digest:
         return None
     try:
-        return CompiledModel(**pickle.loads(payload))
+        model, report = pickle.loads(payload)
+        return CompileResult(CompiledModel(**model), report)
     except Exception:  # an entry from an incompatible aotc build: treat it as missing
         return None
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """Which caches ``compile_cached`` looks results up in and stores them to.
+
+    ``enabled=False`` compiles every time; ``disk``: the on-disk cache in ``folder`` (None:
+    ``default_cache_dir()``); ``memory``: this process's memory (what the Python API adds).
+    """
+
+    enabled: bool = True
+    disk: bool = True
+    folder: str | Path | None = None
+    memory: bool = False
+
+    def caches(self, passes: PipelineOptions | None) -> list[MemoryCache | DiskCache]:
+        """The caches to consult, fastest first; none for a compile that dumps HLO."""
+        if not self.enabled or (passes is not None and passes.dump is not None):
+            return []
+        disk = [DiskCache(self.folder)] if self.disk else []
+        return [*([_MEMORY] if self.memory else []), *disk]
+
+
+_MEMORY = MemoryCache()
+
+
+def clear_memory_cache() -> None:
+    """Forget every result compiled in this process (the disk cache is untouched)."""
+    _MEMORY.clear()
 
 
 def compile_cached(
@@ -185,20 +222,25 @@ def compile_cached(
     config_path: str | Path | None = None,
     target: TargetOverrides | None = None,
     options: SourceOptions | None = None,
-    cache: DiskCache | None = None,
-    compile_fn: Callable[..., CompiledModel] = compile_graph,
-) -> tuple[CompiledModel, bool]:
-    """Compile through ``cache`` (None: no cache); returns the model and whether it was a hit."""
+    passes: PipelineOptions | None = None,
+    policy: CachePolicy = CachePolicy(),
+) -> tuple[CompileResult, bool]:
+    """Compile through the caches of ``policy``; returns the result and whether it was a hit."""
     target, options = target or TargetOverrides(), options or SourceOptions()
-    if cache is None:
-        return compile_fn(model_path, config_path, target, options), False
-    key = cache_key(model_path, config_path, target, options)
-    model = cache.get(key)
-    if model is not None:
-        return model, True
-    model = compile_fn(model_path, config_path, target, options)
+    caches = policy.caches(passes)
+    if not caches:
+        return compile_graph(model_path, config_path, target, options, passes), False
+    key = cache_key(model_path, config_path, target, options, passes)
+    for i, cache in enumerate(caches):
+        found = cache.get(key)
+        if found is not None:
+            for faster in caches[:i]:
+                faster.put(key, found)
+            return found, True
+    result = compile_graph(model_path, config_path, target, options, passes)
     # Inputs rewritten while compiling (a build writing the model) must not be cached under
     # the old content's key.
-    if cache_key(model_path, config_path, target, options) == key:
-        cache.put(key, model)
-    return model, False
+    if cache_key(model_path, config_path, target, options, passes) == key:
+        for cache in caches:
+            cache.put(key, result)
+    return result, False

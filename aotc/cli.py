@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections.abc import Callable
-from functools import partial, wraps
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from functools import wraps
 from typing import Any, TypeVar
 
 import click
 
 from aotc import __version__, progress
-from aotc.cache import DiskCache, compile_cached
-from aotc.codegen.compile import CompiledModel
-from aotc.driver import TargetOverrides, compile_graph, output_paths, write_artifacts
+from aotc.cache import CachePolicy, compile_cached
+from aotc.driver import (
+    CompileResult,
+    SourceOptions,
+    TargetOverrides,
+    output_paths,
+    pipeline_options,
+    write_artifacts,
+)
 from aotc.errors import AotcError
-from aotc.frontend.sources import SourceOptions, shape_options
-from aotc.passes import DumpOptions, PipelineOptions
 from aotc.report import write_report
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -150,14 +152,12 @@ def pass_options(fn: F) -> F:
     )(fn)
     fn = click.option(
         "--dump-format",
-        default="text",
-        show_default=True,
         metavar="FORMATS",
-        help="Comma-separated dump formats: text (HLO), dot (Graphviz), html (drawn graph).",
+        help="Comma-separated dump formats: text (HLO), dot (Graphviz), html (drawn graph). "
+        "Default: text.",
     )(fn)
     fn = click.option(
         "--dump-pass-re",
-        default=".*",
         metavar="REGEX",
         help="Dump only after passes whose name matches REGEX. Default: every pass.",
     )(fn)
@@ -169,28 +169,6 @@ def pass_options(fn: F) -> F:
     )(fn)
 
 
-def pipeline_options(
-    dump_to: str | None, dump_pass_re: str, dump_format: str, disabled: tuple[str, ...]
-) -> PipelineOptions | None:
-    """The pass options as the library takes them; None when all are at their defaults."""
-    from aotc.passes import pass_names
-
-    names = pass_names()
-    for name in disabled:
-        if name not in names:
-            raise click.BadParameter(
-                f"unknown pass {name!r}; passes: {', '.join(names)}", param_hint="--disable-pass"
-            )
-    formats = frozenset(f.strip() for f in dump_format.split(",") if f.strip())
-    try:
-        dump = DumpOptions(Path(dump_to), dump_pass_re, formats) if dump_to else None
-    except (ValueError, re.error) as err:
-        raise click.BadParameter(str(err), param_hint="--dump-format/--dump-pass-re") from None
-    if dump is None and not disabled:
-        return None
-    return PipelineOptions(dump=dump, disabled=frozenset(disabled))
-
-
 def source_options(
     signature: str | None,
     tags: tuple[str, ...],
@@ -199,6 +177,29 @@ def source_options(
 ) -> SourceOptions:
     """The SavedModel options (and a GraphDef's ``--checkpoint``) as the library takes them."""
     return SourceOptions(signature, tags or None, shape_options(shapes), checkpoint)
+
+
+def parse_shape_option(text: str) -> tuple[str, tuple[int, ...]]:
+    """``x=1,224,224,3`` -> ("x", (1, 224, 224, 3)); ``x=`` is a scalar."""
+    key, sep, dims = text.partition("=")
+    parts = [p.strip() for p in dims.split(",")] if dims.strip() else []
+    if not sep or not key or not all(p.isascii() and p.isdigit() for p in parts):
+        raise click.BadParameter(
+            f"{text!r}: expected NAME=D0,D1,... with non-negative integers, e.g. x=1,224,224,3",
+            param_hint="--shape",
+        )
+    return key, tuple(int(p) for p in parts)
+
+
+def shape_options(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """Several ``--shape`` options as a dict; a name given twice is a usage error."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for text in texts:
+        key, dims = parse_shape_option(text)
+        if key in shapes:
+            raise click.BadParameter(f"{key} is given twice", param_hint="--shape")
+        shapes[key] = dims
+    return shapes
 
 
 @main.command("compile")
@@ -252,8 +253,8 @@ def compile_command(
     cache_dir: str | None,
     no_cache: bool,
     dump_to: str | None = None,
-    dump_pass_re: str = ".*",
-    dump_format: str = "text",
+    dump_pass_re: str | None = None,
+    dump_format: str | None = None,
     disabled_passes: tuple[str, ...] = (),
     report_path: str | None = None,
     verbose: bool = False,
@@ -273,32 +274,26 @@ def compile_command(
       aotc compile model.hlo -o build/model
     """
     targets = TargetOverrides(target_triple, target_cpu, target_features)
+    options = source_options(signature, tags, shapes, checkpoint)
+    formats = None if dump_format is None else [f.strip() for f in dump_format.split(",")]
+    passes = pipeline_options(dump_to, dump_pass_re, formats, disabled_passes)
+    policy = CachePolicy(enabled=not no_cache, folder=cache_dir)
     with progress.display(enabled=not quiet):
-        options = source_options(signature, tags, shapes, checkpoint)
-        passes = pipeline_options(dump_to, dump_pass_re, dump_format, disabled_passes)
-        # dumps must run the passes, and the cache key does not know the pass options
-        cache = None if no_cache or passes else DiskCache(cache_dir)
-        compile_fn = partial(compile_graph, passes=passes)
-        model, _ = compile_cached(graph, config, targets, options, cache, compile_fn)
+        result, _ = compile_cached(graph, config, targets, options, passes, policy)
         object_path, header_path = output_paths(graph, output)
-        write_artifacts(model, object_path, header_path)
+        write_artifacts(result.model, object_path, header_path)
     if not quiet:
         click.echo(f"wrote {object_path} and {header_path}")
-    _compile_report(model, report_path, verbose and not quiet)
+    _compile_report(result, report_path, verbose and not quiet)
 
 
-def _compile_report(model: CompiledModel, path: str | None, verbose: bool) -> None:
+def _compile_report(result: CompileResult, path: str | None, verbose: bool) -> None:
     """``--report`` and ``-v`` of ``aotc compile``."""
-    report = getattr(model, "report", None)
-    if report is None:
-        if path or verbose:
-            click.echo("aotc: no report for a model served from the cache (use --no-cache)")
-        return
     if path:
-        write_report(report, path)
+        write_report(result.report, path)
         click.echo(f"wrote {path}")
     if verbose:
-        click.echo(report.summary())
+        click.echo(result.report.summary())
 
 
 @main.command()
@@ -317,7 +312,7 @@ def ops(fmt: str) -> None:
       aotc ops | grep -i conv
       aotc ops --format markdown > docs/ops.md
     """
-    from aotc.frontend.ops.registry import supported_ops
+    from aotc.inspection import supported_ops
 
     table = supported_ops()
     if fmt == "text":

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aotc import progress
 from aotc.atomic import commit, stage
-from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module
+from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module_assigned
 from aotc.config import Config, load_config
-from aotc.errors import AotcError, OutputError
+from aotc.errors import AotcError, OutputError, UsageError
 from aotc.frontend.freeze import freeze_checkpoint
 from aotc.frontend.graphdef import Graph, load_graph
 from aotc.frontend.limits import check_feed_sizes, check_module_sizes
@@ -25,7 +26,8 @@ from aotc.frontend.sources import SourceOptions, load_source
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
-from aotc.passes import PipelineOptions, PipelineReport, default_pipeline
+from aotc.passes import DumpOptions, PipelineOptions, PipelineReport, default_pipeline, pass_names
+from aotc.report import CompileReport, build_report
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,14 @@ class TargetOverrides:
     triple: str | None = None
     cpu: str | None = None
     features: str | None = None
+
+
+@dataclass(eq=False)
+class CompileResult:
+    """What a compile produced: the artifacts (``model``) and the compiler's report on them."""
+
+    model: CompiledModel
+    report: CompileReport
 
 
 @dataclass
@@ -106,20 +116,45 @@ def compile_graph(
     target: TargetOverrides = TargetOverrides(),
     options: SourceOptions | None = None,
     passes: PipelineOptions | None = None,
-) -> CompiledModel:
+) -> CompileResult:
     """Compile a GraphDef (or SavedModel, or HLO text) to an in-memory object and header.
 
     ``passes`` sets how the optimization pipeline runs (dumps, disabled passes).
     """
     front = load_frontend(graph_path, config_path, options)
-    optimize(front.module, passes)
+    pipeline = optimize(front.module, passes)
     args, results = interface(front.signature, front.module)
     with progress.stage("codegen"):
         spec = _target_spec(front.config, target)
-        model = compile_module(front.module, front.signature.name, args, results, spec)
-    if model.report is not None:
-        model.report.notes.extend(front.notes)
-    return model
+        model, assignment = compile_module_assigned(
+            front.module, front.signature.name, args, results, spec
+        )
+    return CompileResult(model, build_report(assignment, pipeline.timings, front.notes))
+
+
+def pipeline_options(
+    dump_to: str | Path | None = None,
+    dump_pass_re: str | None = None,
+    dump_formats: Sequence[str] | None = None,
+    disabled: Sequence[str] = (),
+) -> PipelineOptions | None:
+    """The pass options from the command line's values; None when all are at their defaults.
+
+    ``dump_pass_re`` and ``dump_formats`` apply only with ``dump_to`` (None: not given).
+    """
+    names = pass_names()
+    for name in disabled:
+        if name not in names:
+            raise UsageError(f"--disable-pass: unknown pass {name!r}; passes: {', '.join(names)}")
+    if dump_to is None:
+        if dump_pass_re is not None or dump_formats is not None:
+            raise UsageError("--dump-format and --dump-pass-re apply only with --dump-to DIR")
+        return PipelineOptions(disabled=frozenset(disabled)) if disabled else None
+    try:
+        dump = DumpOptions(Path(dump_to), dump_pass_re or ".*", frozenset(dump_formats or ["text"]))
+    except (ValueError, re.error) as err:
+        raise UsageError(f"--dump-format/--dump-pass-re: {err}") from None
+    return PipelineOptions(dump=dump, disabled=frozenset(disabled))
 
 
 def interface(sig: Signature, module: Module) -> tuple[list[TensorInfo], list[TensorInfo]]:

@@ -48,3 +48,10 @@ class OutputError(AotcError):
 
 class ArgumentError(AotcError):
     """Arrays passed to a compiled model (``aotc run``, the JIT) that do not fit its signature."""
+
+
+class UsageError(AotcError):
+    """Options that do not fit together or do not apply to the input: exit code 2, as for
+    the command line's own usage errors."""
+
+    exit_code = 2

@@ -3,7 +3,7 @@
 ``inspect_graph(path)`` summarizes a graph without translating it: node count, op histogram,
 Placeholders with dtype and shape, candidate outputs, ops aotc cannot translate (with the
 nodes using them) and the bytes held in constants. ``starting_config`` renders a YAML config
-from that summary for ``--emit-config``.
+from that summary for ``--emit-config``; ``supported_ops`` is the table ``aotc ops`` prints.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from aotc.abi import c_identifier
 from aotc.atomic import write_atomically
-from aotc.config import c_identifier
 from aotc.errors import AotcError, OutputError
 from aotc.frontend.graphdef import Graph, load_graph
 from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import lookup
+from aotc.frontend.ops.registry import supported_ops as supported_ops  # for `aotc ops`
 from aotc.frontend.signature import PLACEHOLDER_OPS, inferred_fetches, model_stem
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto
 from aotc.tf2xla_config import is_tf2xla_config, tf2xla_config, tf2xla_text

@@ -4,7 +4,7 @@
 optimized IR that became ``object_bytes``), JIT-compiles it for the host and calls the exported
 ``<name>_run_buffers`` entry through ctypes::
 
-    model = compile_graph("mlp.pb", "mlp.yaml")
+    model = compile_graph("mlp.pb", "mlp.yaml").model
     jit = JitModel.from_compiled(model)
     (probs,) = jit(np.zeros((1, 784), np.float32))
 

@@ -1,8 +1,9 @@
 """The compile report: kernels with their fused ops and costs, memory, and pass timings.
 
-``build_report(module, assignment)`` is called by codegen (``CompiledModel.report``); the
-driver adds the pipeline's pass timings. ``CompileReport.to_json()`` is what
-``aotc compile --report FILE`` writes and ``summary()`` what ``aotc compile -v`` prints.
+The driver builds it (``build_report``) from what codegen hands back (the buffer assignment:
+kernels in order, every buffer's place) and the pipeline's pass timings.
+``CompileReport.to_json()`` is what ``aotc compile --report FILE`` writes and ``summary()`` what
+``aotc compile -v`` prints.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 
 from aotc.codegen.buffers import BufferAssignment
 from aotc.errors import OutputError
-from aotc.hlo.ir import ELEMENTWISE, ConvAttrs, DotDims, FusionAttrs, Instruction, Module, Opcode
+from aotc.hlo.ir import ELEMENTWISE, ConvAttrs, DotDims, FusionAttrs, Instruction, Opcode
 from aotc.hlo.memory import byte_size
+from aotc.passes import PassTiming
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,13 @@ def write_report(report: CompileReport, path: str | Path) -> None:
         raise OutputError(f"{path}: cannot write the report: {err.strerror or err}") from None
 
 
-def add_pass_timings(report: CompileReport, timings: Iterable[Any]) -> None:
-    """Append the pipeline's pass timings (``PassTiming``: name, seconds, changed)."""
-    report.passes.extend(PassTime(t.name, t.seconds, t.changed) for t in timings)
-
-
-def build_report(module: Module, assignment: BufferAssignment) -> CompileReport:
-    """The report of ``module`` compiled with ``assignment``."""
+def build_report(
+    assignment: BufferAssignment,
+    timings: Iterable[PassTiming] = (),
+    notes: Iterable[str] = (),
+) -> CompileReport:
+    """The report of a module compiled with ``assignment`` after passes that took ``timings``;
+    ``notes`` say what the front end dropped, and why."""
     kernels = [_kernel(k, id(k) in assignment.in_place) for k in assignment.kernels]
     return CompileReport(
         kernels=kernels,
@@ -95,6 +97,8 @@ def build_report(module: Module, assignment: BufferAssignment) -> CompileReport:
         peak_live_bytes=assignment.peak_live_bytes,
         constant_bytes=sum(c.array_shape.byte_size for c in assignment.constants),
         result_copies=len(assignment.copies),
+        passes=[PassTime(t.name, t.seconds, t.changed) for t in timings],
+        notes=list(notes),
     )
 
 

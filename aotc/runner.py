@@ -105,7 +105,7 @@ def run_graph(
 ) -> RunResult:
     """Compile ``graph`` for the host, run it on ``inputs`` and return every output: the
     results, then the new value of each variable the model updates."""
-    jit = JitModel.from_compiled(compile_graph(graph, config, HOST))
+    jit = JitModel.from_compiled(compile_graph(graph, config, HOST).model)
     arrays = ordered_arguments(jit.args, inputs)
     before = [a.copy() for a in arrays]  # the call updates variables in place
     with progress.stage("run"):

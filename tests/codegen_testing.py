@@ -10,6 +10,7 @@ from c_harness import run_compiled
 from llvmlite import ir
 
 from aotc.codegen import CompiledModel, TargetSpec, TensorInfo, compile_module
+from aotc.codegen.compile import compile_module_assigned
 from aotc.codegen.irtypes import PTR, VOID
 from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
@@ -18,17 +19,30 @@ from aotc.codegen.target import create_target_machine
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import Module, Opcode, parameter_number
 from aotc.hlo.text import parse_module
+from aotc.report import CompileReport, build_report
+
+
+def entry_signature(module: Module) -> tuple[list[TensorInfo], list[TensorInfo]]:
+    """One argument per entry parameter (named after it), one result per root element (outJ)."""
+    args = [TensorInfo(p.name, p.array_shape) for p in module.entry.parameters]
+    results = [
+        TensorInfo(f"out{j}", r.array_shape) for j, r in enumerate(module.entry.root.operands)
+    ]
+    return args, results
 
 
 def compile_entry(
     module: Module, name: str = "model", target: TargetSpec | None = None
 ) -> CompiledModel:
     """``module`` compiled with one argument per entry parameter and one result per root element."""
-    args = [TensorInfo(p.name, p.array_shape) for p in module.entry.parameters]
-    results = [
-        TensorInfo(f"out{j}", r.array_shape) for j, r in enumerate(module.entry.root.operands)
-    ]
-    return compile_module(module, name, args, results, target or TargetSpec())
+    return compile_module(module, name, *entry_signature(module), target or TargetSpec())
+
+
+def compile_hlo_report(text: str) -> tuple[CompiledModel, CompileReport]:
+    """Compile HLO text for the host; the model and the compile report of its kernels."""
+    module = parse_module(text)
+    model, assignment = compile_module_assigned(module, "model", *entry_signature(module))
+    return model, build_report(assignment)
 
 
 def compile_hlo(

@@ -380,7 +380,7 @@ def test_internal_error_is_one_line_with_exit_code_3(monkeypatch: pytest.MonkeyP
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("something aotc did not expect\nsecond line")
 
-    monkeypatch.setattr("aotc.cli.compile_graph", broken)
+    monkeypatch.setattr("aotc.cache.compile_graph", broken)
     code, output = run(["compile", str(MLP), "-o", "out/m"])
     line = assert_one_line_error(
         code, output, "internal error", "ValueError", "please report", exit_code=INTERNAL_ERROR_EXIT
@@ -402,7 +402,7 @@ def test_traceback_flag_shows_the_internal_error(monkeypatch: pytest.MonkeyPatch
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("boom")
 
-    monkeypatch.setattr("aotc.cli.compile_graph", broken)
+    monkeypatch.setattr("aotc.cache.compile_graph", broken)
     with pytest.raises(ValueError, match="boom"):
         CliRunner().invoke(main, ["--traceback", "compile", str(MLP)], catch_exceptions=False)
 

@@ -68,11 +68,10 @@ def test_every_lost_effect_is_listed_in_one_error() -> None:
 
 def test_assert_is_dropped_with_a_note_and_the_result_matches_tensorflow() -> None:
     data = np.load(DATA / "effects_assert.npz")
-    model = compile_graph(DATA / "effects_assert.pb", DATA / "effects_assert.yaml")
-    assert model.report is not None
-    (note,) = model.report.notes
+    result = compile_graph(DATA / "effects_assert.pb", DATA / "effects_assert.yaml")
+    (note,) = result.report.notes
     assert "'Assert/Assert' (Assert)" in note and "tfcompile" in note
-    for outputs in run_compiled(model, [data["arg0"], data["arg1"]]):
+    for outputs in run_compiled(result.model, [data["arg0"], data["arg1"]]):
         np.testing.assert_array_equal(outputs[0], data["result0"])
 
 

@@ -15,7 +15,7 @@ F32_ONLY = ["activations", "binary", "matmul", "mlp_b1", "mlp_b8", "plumbing", "
 @pytest.mark.parametrize("name", fixture_names())
 def test_compiled_fixture_matches_tensorflow(name: str) -> None:
     fx = load_fixture(name)
-    model = compile_graph(fx.graph, fx.config)
+    model = compile_graph(fx.graph, fx.config).model
     defined, undefined = exported_and_undefined_symbols(model.object_bytes)
     assert defined == {f"{name}_run", f"{name}_run_buffers"}
     assert undefined <= LIBM_SYMBOLS, f"{name} calls {undefined - LIBM_SYMBOLS} (only libm may be)"

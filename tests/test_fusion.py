@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from c_harness import run_compiled
-from codegen_testing import compile_entry, compile_hlo
+from codegen_testing import compile_entry, compile_hlo_report
 from hlo_programs import DENSE_RELU, REDUCERS, SOFTMAX
 from pass_testing import fused
 
+from aotc.codegen import CompiledModel
 from aotc.errors import HloError
 from aotc.hlo import fusion_plan
 from aotc.hlo.evaluate import evaluate
@@ -19,6 +20,7 @@ from aotc.hlo.text import parse_module, print_module
 from aotc.hlo.verify import verify_module
 from aotc.passes.fusion import Fusion
 from aotc.passes.simplify import AlgebraicSimplifier
+from aotc.report import CompileReport
 
 RNG = np.random.default_rng(7)
 REDUCE_SUM = (
@@ -209,41 +211,40 @@ def test_expensive_producer_under_expanding_broadcast_stays_out() -> None:
 # ---- fused codegen (compiled, run from C, compared with the evaluator) ------------------------
 
 
-def run_fused(text: str) -> tuple[object, float]:
+def run_fused(text: str) -> tuple[CompiledModel, CompileReport]:
+    """Fuse, compile and run ``text``; check it against the evaluator; model and report."""
     module = fused(text)
-    _, model = compile_hlo(print_module(module))
+    model, report = compile_hlo_report(print_module(module))
     args = random_args(module)
     want = evaluate(parse_module(text), args)
     got, again = run_compiled(model, args)
     for w, g, g2 in zip(want, got, again, strict=True):
         np.testing.assert_array_equal(g, g2)
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
-    return model, 0.0
+    return model, report
 
 
 def test_reduce_sum_example_compiles_to_one_kernel_without_temp() -> None:
-    model, _ = run_fused(REDUCE_SUM)
-    assert model.report is not None  # type: ignore[attr-defined]
-    assert len(model.report.kernels) == 1  # type: ignore[attr-defined]
-    assert model.temp_bytes == 0  # type: ignore[attr-defined]
+    model, report = run_fused(REDUCE_SUM)
+    assert len(report.kernels) == 1
+    assert model.temp_bytes == 0
 
 
 def test_softmax_compiles_to_at_most_three_kernels() -> None:
-    model, _ = run_fused(SOFTMAX)
-    kernels = model.report.kernels  # type: ignore[attr-defined]
+    kernels = run_fused(SOFTMAX)[1].kernels
     print(f"softmax f32[8,1000]: {len(kernels)} kernels")
     assert len(kernels) <= 3
 
 
 def test_layer_norm_and_dense_relu_run_correctly() -> None:
-    assert len(run_fused(LAYER_NORM)[0].report.kernels) == 1  # type: ignore[attr-defined]
-    assert len(run_fused(DENSE_RELU)[0].report.kernels) == 1  # type: ignore[attr-defined]
+    assert len(run_fused(LAYER_NORM)[1].kernels) == 1
+    assert len(run_fused(DENSE_RELU)[1].kernels) == 1
 
 
 def test_fused_elementwise_kernel_vectorizes() -> None:
-    model, _ = run_fused(ELEMENTWISE)
-    assert len(model.report.kernels) == 1  # type: ignore[attr-defined]
-    assert " x float>" in model.llvm_ir  # type: ignore[attr-defined]
+    model, report = run_fused(ELEMENTWISE)
+    assert len(report.kernels) == 1
+    assert " x float>" in model.llvm_ir
 
 
 # ---- the recorded plan -------------------------------------------------------------------------

@@ -21,7 +21,7 @@ SMALL = ["activations", "binary", "float64", "int64", "matmul", "mlp_b8", "plumb
 @functools.cache
 def compiled(name: str) -> CompiledModel:
     fixture = load_fixture(name)
-    return compile_graph(fixture.graph, fixture.config)
+    return compile_graph(fixture.graph, fixture.config).model
 
 
 @functools.cache
@@ -71,7 +71,7 @@ def test_wrong_arguments_are_argument_errors(arrays: list[object], needle: str) 
 def test_cross_compiled_model_is_refused() -> None:
     fixture = load_fixture("matmul")
     cross = TargetOverrides("aarch64-unknown-linux-gnu", "generic", "")
-    model = compile_graph(fixture.graph, fixture.config, cross)
+    model = compile_graph(fixture.graph, fixture.config, cross).model
     with pytest.raises(CodegenError, match="aarch64"):
         JitModel.from_compiled(model)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from fixtures import TF_DATA
 
@@ -46,3 +47,10 @@ def test_disable_pass_still_compiles(tmp_path: Path) -> None:
     code, out = run([*args, "--disable-pass", "simplification", "--disable-pass", "cse"])
     assert code == 0, out
     assert (tmp_path / "m.o").exists()
+
+
+@pytest.mark.parametrize("option", [["--dump-format", "html"], ["--dump-pass-re", "cse"]])
+def test_dump_options_without_dump_to_are_refused(tmp_path: Path, option: list[str]) -> None:
+    code, out = run(["compile", GRAPH, "-o", str(tmp_path / "m"), *option])
+    assert code == 2 and "apply only with --dump-to" in out
+    assert not (tmp_path / "m.o").exists()

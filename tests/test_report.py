@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from codegen_testing import compile_hlo
+from codegen_testing import compile_hlo_report
 from fixtures import fixture_names, load_fixture
 from hlo_programs import DENSE_RELU, SOFTMAX
 from pass_testing import fused
@@ -17,10 +17,10 @@ from aotc.codegen.buffers import assign_buffers
 from aotc.codegen.kernels import kernel_scratch_bytes
 from aotc.codegen.target import TargetSpec, create_target_machine
 from aotc.codegen.vector import VectorInfo, vector_info
-from aotc.driver import load_frontend
+from aotc.driver import compile_graph, load_frontend
 from aotc.hlo.text import print_module
 from aotc.passes import default_pipeline
-from aotc.report import add_pass_timings, flops
+from aotc.report import flops
 
 
 @pytest.mark.parametrize("name", fixture_names())
@@ -37,16 +37,13 @@ def test_temp_bytes_within_ten_percent_of_peak_live_bound(name: str) -> None:
 
 
 def test_report_lists_fused_kernels_with_costs() -> None:
-    _, model = compile_hlo(print_module(fused(DENSE_RELU)))
-    report = model.report
-    assert report is not None
+    _, report = compile_hlo_report(print_module(fused(DENSE_RELU)))
     (kernel,) = report.kernels
     assert kernel.opcode == "fusion" and kernel.kind == "kOutput"
     assert {"dot", "add", "maximum"} <= set(kernel.fused_ops)
     assert kernel.flops == 2 * 4 * 16 * 32 + 2 * 4 * 16  # the dot, the add and the max
     assert kernel.bytes_read == 4 * (4 * 32 + 32 * 16 + 16)
     assert kernel.bytes_written == 4 * 4 * 16
-    add_pass_timings(report, [])
     data = json.loads(json.dumps(report.to_json()))
     # the only temp bytes are the GEMM's packing scratch (runtime B)
     scratch = kernel_scratch_bytes(fused(DENSE_RELU).entry.root.operands[0], host_vector())
@@ -64,18 +61,29 @@ def test_flops_of_a_softmax_reduce() -> None:
     assert [flops(r) for r in reduces] == [8000, 8000]
 
 
-def test_cli_writes_report_and_prints_summary(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", ["--no-cache", "cached"])
+def test_cli_writes_report_and_prints_summary(tmp_path: Path, cache: str) -> None:
     fx = load_fixture("mlp_b1")
     out = tmp_path / "mlp"
     report = tmp_path / "report.json"
-    result = CliRunner().invoke(
-        main,
-        [
-            "compile", str(fx.graph), "-c", str(fx.config), "-o", str(out),
-            "--report", str(report), "-v", "--no-cache",
-        ],
-    )  # fmt: skip
+    args = ["compile", str(fx.graph), "-c", str(fx.config), "-o", str(out)]
+    args += ["--report", str(report), "-v"]
+    args += ["--no-cache"] if cache == "--no-cache" else ["--cache-dir", str(tmp_path / "cc")]
+    if cache == "cached":  # the report comes from the cache entry
+        assert CliRunner().invoke(main, args).exit_code == 0
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text())
     assert data["kernels"] and data["temp_bytes"] <= 1.1 * data["peak_live_bytes"]
     assert "temp bytes:" in result.output and "constant bytes:" in result.output
+    # the pipeline's timings: every pass that ran, and -v's passes line
+    assert {"simplify", "fusion", "schedule"} <= {p["name"] for p in data["passes"]}
+    assert all(p["seconds"] >= 0 for p in data["passes"])
+    assert f"passes: {len(data['passes'])} runs" in result.output
+
+
+def test_report_of_the_driver_has_pass_timings() -> None:
+    fx = load_fixture("mlp_b1")
+    result = compile_graph(fx.graph, fx.config)
+    assert result.report.kernels and result.report.temp_bytes == result.model.temp_bytes
+    assert [p.name for p in result.report.passes][-1] == "schedule"

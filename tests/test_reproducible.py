@@ -45,6 +45,6 @@ def test_in_process_compiles_are_identical() -> None:
     from aotc.driver import compile_graph
 
     graph, config = TF_DATA / "binary.pbtxt", TF_DATA / "binary.yaml"
-    one, two = compile_graph(graph, config), compile_graph(graph, config)
+    one, two = compile_graph(graph, config).model, compile_graph(graph, config).model
     assert one.object_bytes == two.object_bytes and one.header == two.header
     assert one.llvm_ir == two.llvm_ir

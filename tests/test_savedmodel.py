@@ -5,17 +5,18 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from fixtures import assert_close
 
 import aotc
-from aotc.cli import main
+from aotc.cli import main, parse_shape_option
 from aotc.config import parse_config
 from aotc.errors import ConfigError, GraphError
 from aotc.frontend.savedmodel import is_savedmodel, load_savedmodel
-from aotc.frontend.sources import SourceOptions, load_source, parse_shape_option
+from aotc.frontend.sources import SourceOptions, load_source
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.evaluate import evaluate
 
@@ -115,7 +116,7 @@ def test_config_may_give_input_shapes_but_not_fetches(tmp_path: Path) -> None:
 def test_shape_option_parsing() -> None:
     assert parse_shape_option("x=1,224,224,3") == ("x", (1, 224, 224, 3))
     assert parse_shape_option("scalar=") == ("scalar", ())
-    with pytest.raises(ConfigError, match="NAME=D0,D1"):
+    with pytest.raises(click.BadParameter, match="NAME=D0,D1"):
         parse_shape_option("x=1,-1")
 
 

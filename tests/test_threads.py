@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
 @pytest.mark.parametrize("name", ["mlp_b8", "binary", "reshape_cast"])
 def test_two_threads_get_identical_results(name: str) -> None:
     fixture = load_fixture(name)
-    model = compile_graph(fixture.graph, fixture.config)
+    model = compile_graph(fixture.graph, fixture.config).model
     with tempfile.TemporaryDirectory(prefix="aotc_threads_") as tmp:
         work = Path(tmp)
         (work / f"{model.name}.o").write_bytes(model.object_bytes)

@@ -1,10 +1,15 @@
-"""The codegen entry point: an HLO module in, an object file and its C header out."""
+"""The codegen entry point: an HLO module in, an object file and its C header out.
+
+``compile_module_assigned`` also returns the buffer assignment the code was emitted with (the
+kernels in order, every buffer's place): the driver's compile report is built from it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from aotc.codegen.buffers import BufferAssignment
 from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import render_header
 from aotc.codegen.interface import TensorInfo
@@ -12,7 +17,6 @@ from aotc.codegen.target import TargetSpec, create_target_machine, emit_object, 
 from aotc.codegen.vector import vector_info
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Module, Opcode, parameter_number
-from aotc.report import CompileReport, build_report
 
 HOST = TargetSpec()
 
@@ -55,7 +59,6 @@ class CompiledModel:
     args: list[TensorInfo]
     results: list[TensorInfo]
     target: TargetSpec
-    report: CompileReport | None = None  # kernels, memory (aotc/report.py)
 
 
 def compile_module(
@@ -72,6 +75,17 @@ def compile_module(
     argument's pointer); ``args`` and ``results`` give their user-facing names and must match
     shapes.
     """
+    return compile_module_assigned(module, name, args, results, target)[0]
+
+
+def compile_module_assigned(
+    module: Module,
+    name: str,
+    args: Sequence[TensorInfo],
+    results: Sequence[TensorInfo],
+    target: TargetSpec = HOST,
+) -> tuple[CompiledModel, BufferAssignment]:
+    """``compile_module``, and the buffer assignment the code was emitted with."""
     updated = [i for i, a in enumerate(args) if a.updated]
     _check_signature(module, args, results, updated)
     tm, resolved = create_target_machine(target)
@@ -81,7 +95,7 @@ def compile_module(
     llvm_module.data_layout = str(tm.target_data)
     optimized = optimize(str(llvm_module), tm)
     del llvm_module  # the Python IR (and its text) is no longer needed
-    return CompiledModel(
+    model = CompiledModel(
         name=name,
         object_bytes=emit_object(optimized, tm),
         header=render_header(name, args, results, temp_bytes, resolved),
@@ -90,8 +104,8 @@ def compile_module(
         args=list(args),
         results=list(results),
         target=resolved,
-        report=build_report(module, assignment),
     )
+    return model, assignment
 
 
 def _check_signature(
