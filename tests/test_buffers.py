@@ -175,8 +175,9 @@ def test_printed_schedule_parses_back_to_the_same_plan() -> None:
 def test_disabling_the_schedule_pass_changes_the_object(tmp_path: Path) -> None:
     path = tmp_path / "late_use.hlo"
     path.write_text(LATE_USE)
-    scheduled = compile_graph(path)
-    unscheduled = compile_graph(path, passes=PipelineOptions(disabled=frozenset({"schedule"})))
+    scheduled = compile_graph(path).model
+    disabled = PipelineOptions(disabled=frozenset({"schedule"}))
+    unscheduled = compile_graph(path, passes=disabled).model
     assert scheduled.object_bytes != unscheduled.object_bytes
     assert scheduled.temp_bytes < unscheduled.temp_bytes
     reference = parse_module(LATE_USE)
