@@ -89,7 +89,7 @@ def test_jit_refuses_code_for_another_os_abi_or_cpu(triple: str, cpu: str, needl
     if cpu == "other":
         cpu = "haswell" if host.cpu != "haswell" else "skylake"
     fixture = load_fixture("matmul")
-    model = compile_graph(fixture.graph, fixture.config, TargetOverrides(triple, cpu, None))
+    model = compile_graph(fixture.graph, fixture.config, TargetOverrides(triple, cpu, None)).model
     with pytest.raises(CodegenError, match=needle):
         JitModel.from_compiled(model)
 
@@ -98,8 +98,8 @@ def test_jit_accepts_the_host_spelled_without_vendor() -> None:
     host = resolve_target(TargetSpec())
     arch, *_, os_name, env = host.triple.split("-")
     fixture = load_fixture("matmul")
-    model = compile_graph(fixture.graph, fixture.config, TargetOverrides(f"{arch}-{os_name}-{env}"))
-    JitModel.from_compiled(model)  # no error
+    spelled = TargetOverrides(f"{arch}-{os_name}-{env}")
+    JitModel.from_compiled(compile_graph(fixture.graph, fixture.config, spelled).model)  # no error
 
 
 def test_aligned_empty() -> None:
