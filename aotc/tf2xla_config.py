@@ -18,12 +18,13 @@ from typing import NoReturn
 import numpy as np
 from google.protobuf import message, text_format
 
-from aotc.config import C_KEYWORDS, Config, Feed, Fetch, Variable
+from aotc.abi import C_KEYWORDS, SUPPORTED_DTYPES
+from aotc.config import Config, Feed, Fetch, Variable
 from aotc.errors import AotcError, ConfigError, InputFileError
-from aotc.frontend.node import TensorRef
-from aotc.frontend.tensor import SUPPORTED_DTYPES, dtype_name, numpy_dtype, tf_dtype
+from aotc.frontend.tensor import dtype_name, numpy_dtype, tf_dtype
 from aotc.proto import aotc_tf2xla_pb2 as tf2xla
 from aotc.proto import aotc_tf_pb2 as pb
+from aotc.tensor_ref import TensorRef
 
 TEXT_SUFFIXES = frozenset({".pbtxt", ".pbtext", ".prototxt"})
 BINARY_SUFFIXES = frozenset({".pb"})

@@ -25,8 +25,8 @@ from aotc.frontend.effects import (
     check_effects,
     effect_of,
 )
-from aotc.frontend.node import TensorRef
 from aotc.frontend.stateful_ops import STATEFUL_OPS, STATELESS_OPS, VARIABLE_UPDATE_OPS
+from aotc.tensor_ref import TensorRef
 
 DATA = Path(__file__).parent / "data" / "tfcompile"
 LOST = sorted(STATEFUL_OPS - NO_EFFECT_WHEN_UNUSED - DROPPED_OPS)

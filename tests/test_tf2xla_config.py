@@ -15,8 +15,8 @@ from aotc.cli import main
 from aotc.config import load_config
 from aotc.driver import compile_graph
 from aotc.errors import ConfigError
-from aotc.frontend.node import TensorRef
 from aotc.proto import aotc_tf2xla_pb2 as tf2xla
+from aotc.tensor_ref import TensorRef
 from aotc.tf2xla_config import field_lines
 
 ROOT = Path(__file__).resolve().parent.parent

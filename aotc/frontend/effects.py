@@ -27,9 +27,10 @@ from enum import Enum
 
 from aotc.errors import UnsupportedError
 from aotc.frontend.graphdef import Graph
-from aotc.frontend.node import Node, TensorRef
+from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import lookup
 from aotc.frontend.stateful_ops import STATEFUL_OPS, STATELESS_OPS, VARIABLE_UPDATE_OPS
+from aotc.tensor_ref import TensorRef
 
 # Stateful in TensorFlow's sense, but dropping one whose value nobody uses changes nothing a
 # caller can see: variable handles and reads, and the legacy random ops (their generator state
