@@ -70,7 +70,7 @@ def test_binary_written_by_tensorflow_reads_as_the_text_example() -> None:
 
 
 def test_example_config_compiles_with_its_c_names_and_matches_tensorflow() -> None:
-    model = compile_graph(MLP / "mlp.pb", EXAMPLE)
+    model = compile_graph(MLP / "mlp.pb", EXAMPLE).model
     assert "int mlp_run(const float *image, float *probs, void *temp);" in model.header
     assert '{"image", "float32", 2,' in model.header
     expected = np.load(MLP / "expected.npz")
@@ -85,7 +85,7 @@ def test_feed_output_index_and_fetch_checks(tmp_path: Path) -> None:
         ' }\nfetch { id { node_name: "y" } shape { dim { size: -1 } dim { size: 10 } }'
         " type: DT_FLOAT }\n"
     )
-    model = compile_graph(MLP / "mlp.pb", config)
+    model = compile_graph(MLP / "mlp.pb", config).model
     assert [a.name for a in model.args] == ["x"] and [r.name for r in model.results] == ["y"]
 
 
