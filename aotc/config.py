@@ -283,7 +283,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     _depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
         self._depth += 1
         try:
             if self._depth > _MAX_YAML_DEPTH:
