@@ -30,7 +30,7 @@ def test_cross_compiled_model_runs_and_matches_tensorflow(
     cross = CROSS_TARGETS[target_name]
     require_toolchains(cross)
     fx = load_example() if model_name == "mlp" else load_fixture(model_name)
-    model = compile_graph(fx.graph, fx.config, cross.target)
+    model = compile_graph(fx.graph, fx.config, cross.target).model
     assert model.target.triple == cross.target.triple
     for runner, toolchain in cross.toolchains.items():
         typed, buffers = run_compiled(model, fx.args, toolchain=toolchain)

@@ -130,7 +130,7 @@ SECTIONS {
 def _compile(name: str, target: TargetOverrides) -> tuple[Fixture, CompiledModel]:
     """The fixture and its model compiled for ``target``, which must leave nothing undefined."""
     fx = load_example() if name == "mlp" else load_fixture(name)
-    model = compile_graph(fx.graph, fx.config, target)
+    model = compile_graph(fx.graph, fx.config, target).model
     defined, undefined = exported_and_undefined_symbols(model.object_bytes)
     assert defined == {f"{fx.name}_run", f"{fx.name}_run_buffers"}
     assert not undefined, f"{name} for {model.target.triple} needs {sorted(undefined)}"
