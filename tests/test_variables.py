@@ -35,7 +35,7 @@ def test_every_update_op_on_resource_and_reference_variables_matches_tensorflow(
     # AssignVariableOp, AssignSubVariableOp and the reference Assign, AssignAdd, AssignSub,
     # with a read of the reference (an Identity TensorFlow forwards) seen after a later update.
     data = np.load(DATA / "variables_mixed.npz")
-    model = compile_graph(DATA / "variables_mixed.pb", DATA / "variables_mixed.yaml")
+    model = compile_graph(DATA / "variables_mixed.pb", DATA / "variables_mixed.yaml").model
     assert [(a.name, a.variable, a.updated) for a in model.args] == [
         ("a", False, False), ("v", True, True), ("r", True, True),
     ]  # fmt: skip
@@ -48,14 +48,14 @@ def test_every_update_op_on_resource_and_reference_variables_matches_tensorflow(
 
 def test_yaml_variables_compile_like_the_tfcompile_config(tmp_path: Path) -> None:
     yaml = write(tmp_path / "v.yaml", "fetches: [result]\nvariables:\n  - {name: x, shape: [1]}\n")
-    from_yaml = compile_graph(TFVARIABLE, yaml)
-    from_pbtxt = compile_graph(TFVARIABLE, DATA / "test_graph_tfvariable.config.pbtxt")
+    from_yaml = compile_graph(TFVARIABLE, yaml).model
+    from_pbtxt = compile_graph(TFVARIABLE, DATA / "test_graph_tfvariable.config.pbtxt").model
     assert from_yaml.args == from_pbtxt.args and from_yaml.results == from_pbtxt.results
 
 
 def test_header_says_which_arguments_are_variables() -> None:
     graph = DATA / "test_graph_tfvariable_sequential_updates"
-    model = compile_graph(graph.with_suffix(".pb"), graph.with_suffix(".config.pbtxt"))
+    model = compile_graph(graph.with_suffix(".pb"), graph.with_suffix(".config.pbtxt")).model
     header = model.header
     assert "(float *x, const float *y, float *result, void *temp)" in header
     assert "/* x: float32[], variable, updated in place */" in header
@@ -190,7 +190,7 @@ def node(name: str, op: str, *inputs: str) -> str:
 
 def compile_text(tmp_path: Path, text: str, config: str) -> object:
     graph = write(tmp_path / "g.pbtxt", text)
-    return compile_graph(graph, write(tmp_path / "g.yaml", config))
+    return compile_graph(graph, write(tmp_path / "g.yaml", config)).model
 
 
 def test_a_read_and_an_update_no_edge_orders_are_an_error(tmp_path: Path) -> None:

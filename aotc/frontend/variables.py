@@ -22,9 +22,10 @@ from collections.abc import Iterable, Sequence
 
 from aotc.errors import ConfigError, GraphError, ShapeError, UnsupportedError
 from aotc.frontend.graphdef import Graph
-from aotc.frontend.node import Node, TensorRef
+from aotc.frontend.node import Node
 from aotc.frontend.signature import VARIABLE_OPS, VariableSpec
 from aotc.hlo.ir import Instruction, Opcode
+from aotc.tensor_ref import TensorRef
 
 # Update op -> how the new value combines the current one with the operand (None: replaces).
 UPDATE_OPS: dict[str, Opcode | None] = {
