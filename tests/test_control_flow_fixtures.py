@@ -84,7 +84,7 @@ def _pending(name: str) -> pytest.MarkDecorator:
 
 
 def _check(name: str, graph: Path, config: Path | None, args: list, expected: list) -> None:
-    model = compile_graph(graph, config)
+    model = compile_graph(graph, config).model
     typed, buffers = run_compiled(model, args)
     assert len(typed) == len(expected)
     for i, (got, again, want) in enumerate(zip(typed, buffers, expected, strict=True)):

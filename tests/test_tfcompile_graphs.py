@@ -56,13 +56,13 @@ def check_against_tensorflow(name: str, model: CompiledModel) -> None:
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in CHECKPOINTED])
 def test_graph_compiled_with_its_config_matches_tensorflow(name: str) -> None:
-    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt")
+    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt").model
     check_against_tensorflow(name, model)
 
 
 @pytest.mark.parametrize("name", CHECKPOINTED)
 def test_frozen_checkpoint_graph_matches_tensorflow(name: str) -> None:
-    model = compile_graph(DATA / f"{name}_frozen.pb", DATA / f"{name}.config.pbtxt")
+    model = compile_graph(DATA / f"{name}_frozen.pb", DATA / f"{name}.config.pbtxt").model
     check_against_tensorflow(name, model)
 
 
@@ -143,7 +143,7 @@ def test_the_tests_cover_tfcompiles_graphs() -> None:
 def test_variable_state_carries_over_calls() -> None:
     # tfcompile_test.cc's Variable test: x = 23 -> results [23, 65], then [65, 107].
     name = "test_graph_tfvariable"
-    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt")
+    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt").model
     runs = run_calls(model, [np.array([23], np.float32)], 2)
     assert [r[0].ravel().tolist() for r, _ in runs] == [[23, 65], [65, 107]]
     assert [v[0].tolist() for _, v in runs] == [[65], [107]]
