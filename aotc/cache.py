@@ -63,11 +63,9 @@ def cache_key(
     h = hashlib.sha256()
     disabled = sorted(passes.disabled) if passes else []
     parts = _key_parts(
-        Path(model_path),
-        config_path,
-        target or TargetOverrides(),
-        repr(((options or SourceOptions()).key(), disabled)),
+        Path(model_path), config_path, target or TargetOverrides(), options or SourceOptions()
     )
+    parts.append(repr(disabled).encode())
     for part in parts:
         h.update(len(part).to_bytes(8, "little"))  # length-prefixed: parts cannot run together
         h.update(part)
@@ -75,11 +73,13 @@ def cache_key(
 
 
 def _key_parts(
-    path: Path, config_path: str | Path | None, target: TargetOverrides, options: str
+    path: Path, config_path: str | Path | None, target: TargetOverrides, options: SourceOptions
 ) -> list[bytes]:
     config = Path(config_path) if config_path else default_config_path(path)
     host = resolve_target(TargetSpec())
-    meta = repr((compiler_fingerprint(), FORMAT, vars(target), options, vars(host), config is None))
+    meta = repr(
+        (compiler_fingerprint(), FORMAT, vars(target), options.key(), vars(host), config is None)
+    )
     parts = [meta.encode()]
     for name, data in _input_files(path):
         parts += [name.encode(), data]

@@ -70,7 +70,7 @@ def test_frozen_checkpoint_graph_matches_tensorflow(name: str) -> None:
 def test_checkpoint_graph_with_its_checkpoint_matches_tensorflow(name: str) -> None:
     # tf_library(freeze_checkpoint=...): y_saved = 42 comes from the V2 checkpoint.
     options = SourceOptions(checkpoint=str(DATA / f"{name}.ckpt"))
-    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt", options=options)
+    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt", options=options).model
     check_against_tensorflow(name, model)
 
 
@@ -80,7 +80,7 @@ def test_declared_variable_stays_an_argument_with_a_checkpoint(tmp_path: Path) -
     config.write_text("feeds: [{name: x_hold, shape: [1]}]\nfetches: [x_y_sum]\n"
                       "variables: [{name: y_saved, readonly: true}]\n")  # fmt: skip
     options = SourceOptions(checkpoint=str(DATA / f"{name}.ckpt"))
-    model = compile_graph(DATA / f"{name}.pb", config, options=options)
+    model = compile_graph(DATA / f"{name}.pb", config, options=options).model
     assert [a.name for a in model.args] == ["x_hold", "y_saved"]
     ((result,), _) = run_calls(model, [np.array([1], np.int32), np.array([5], np.int32)], 1)[0]
     assert result.tolist() == [6]

@@ -18,10 +18,10 @@ import numpy as np
 from aotc.errors import GraphError, InputFileError
 from aotc.frontend.checkpoint import Checkpoint
 from aotc.frontend.graphdef import Graph
-from aotc.frontend.node import TensorRef
 from aotc.frontend.signature import Signature
 from aotc.frontend.tensor import tf_dtype
 from aotc.proto import aotc_tf_pb2 as pb
+from aotc.tensor_ref import TensorRef
 
 _HANDLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
 _ASSIGN_OPS = frozenset({"AssignVariableOp", "Assign"})
