@@ -249,3 +249,10 @@ def test_shape_changing_view_of_an_updated_reference_variable(tmp_path: Path) ->
         UnsupportedError, match=r"node 'view' \(Reshape\) is a view of reference variable 'r'"
     ):
         compile_text(tmp_path, text, "fetches: [y]\nvariables: [r]\n")
+
+
+def test_variables_in_a_config_for_a_savedmodel_are_an_error(tmp_path: Path) -> None:
+    saved = Path(__file__).parent / "data" / "savedmodel" / "module"
+    config = write(tmp_path / "v.yaml", "variables: [x]\n")
+    with pytest.raises(ConfigError, match=r"variables: are for GraphDefs; a SavedModel's"):
+        compile_graph(saved, config)

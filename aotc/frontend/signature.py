@@ -31,6 +31,7 @@ NOT_OUTPUTS = frozenset(
         *PLACEHOLDER_OPS, "PlaceholderWithDefault", "Const", "NoOp", "Assert", "Print",
         "PrintV2", "Save", "SaveV2", "SaveSlices", "Restore", "RestoreV2", "RestoreSlice",
         "MergeV2Checkpoints", "VariableV2", "VarHandleOp", "Assign", "AssignVariableOp",
+        "AssignAdd", "AssignSub", "AssignAddVariableOp", "AssignSubVariableOp",
     }
 )  # fmt: skip
 

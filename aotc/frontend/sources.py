@@ -68,6 +68,13 @@ def load_source(
         raise ConfigError(f"{path}: --checkpoint is for GraphDefs; {kind}")
     config_path = config_path or default_config_path(Path(path))
     config = load_config(config_path) if config_path else Config()
+    if config.variables:
+        kind = (
+            "a SavedModel's variables are frozen from its checkpoint"
+            if saved
+            else ("HLO text has no variables")
+        )
+        raise ConfigError(f"{config.path}: variables: are for GraphDefs; {kind}")
     if hlo:
         loaded = load_hlo(path, config)
         return Source(None, config, loaded.signature, loaded.module)
