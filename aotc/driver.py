@@ -11,7 +11,7 @@ from pathlib import Path
 from aotc import progress
 from aotc.atomic import commit, stage
 from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module_assigned
-from aotc.config import Config, load_config
+from aotc.config import Config
 from aotc.errors import AotcError, OutputError, UsageError
 from aotc.frontend.freeze import freeze_checkpoint
 from aotc.frontend.graphdef import Graph, load_graph
@@ -28,6 +28,7 @@ from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
 from aotc.passes import DumpOptions, PipelineOptions, PipelineReport, default_pipeline, pass_names
 from aotc.report import CompileReport, build_report
+from aotc.tf2xla_config import load_config_file
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def load_frontend(
     with progress.stage("load"), errors_name_file(graph_path):
         graph = load_graph(graph_path)
         config_path = config_path or default_config_path(Path(graph_path))
-        config = load_config(config_path) if config_path else Config()
+        config = load_config_file(config_path) if config_path else Config()
         signature = resolve_signature(graph, config, Path(graph_path))
         if options is not None and options.checkpoint:
             graph = freeze_checkpoint(graph, signature, options.checkpoint)

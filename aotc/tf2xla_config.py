@@ -19,7 +19,7 @@ import numpy as np
 from google.protobuf import message, text_format
 
 from aotc.abi import C_KEYWORDS, SUPPORTED_DTYPES
-from aotc.config import Config, Feed, Fetch, Variable
+from aotc.config import Config, Feed, Fetch, Variable, load_config
 from aotc.errors import AotcError, ConfigError, InputFileError
 from aotc.frontend.tensor import dtype_name, numpy_dtype, tf_dtype
 from aotc.proto import aotc_tf2xla_pb2 as tf2xla
@@ -338,3 +338,8 @@ def tf2xla_config(
         ref = TensorRef.parse(text)
         proto.fetch.add().id.CopyFrom(tf2xla.TensorId(node_name=ref.node, output_index=ref.index))
     return proto
+
+
+def load_config_file(path: str | Path) -> Config:
+    """A YAML config, or a tfcompile config (``*.config.pbtxt``, ``*.config.pb``)."""
+    return load_tf2xla_config(path) if is_tf2xla_config(path) else load_config(path)

@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from google.protobuf import text_format
 
 from aotc.cli import main
-from aotc.config import load_config
 from aotc.driver import compile_graph
 from aotc.errors import ConfigError
 from aotc.proto import aotc_tf2xla_pb2 as tf2xla
 from aotc.tensor_ref import TensorRef
 from aotc.tf2xla_config import field_lines
+from aotc.tf2xla_config import load_config_file as load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP = ROOT / "examples" / "mlp"

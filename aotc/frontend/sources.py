@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aotc.config import Config, load_config
+from aotc.config import Config
 from aotc.errors import ConfigError, InputFileError
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.hlo_input import is_hlo_file, load_hlo
@@ -19,6 +19,7 @@ from aotc.frontend.signature import Signature, default_config_path
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
+from aotc.tf2xla_config import load_config_file
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def load_source(
         kind = "a SavedModel reads its own variables/" if saved else "HLO text has no variables"
         raise ConfigError(f"{path}: --checkpoint is for GraphDefs; {kind}")
     config_path = config_path or default_config_path(Path(path))
-    config = load_config(config_path) if config_path else Config()
+    config = load_config_file(config_path) if config_path else Config()
     if config.variables:
         kind = (
             "a SavedModel's variables are frozen from its checkpoint"
