@@ -24,16 +24,35 @@ from fixtures import (
     load_hlo_fixture,
 )
 
-from aotc.driver import compile_graph
+from aotc.driver import compile_graph, load_frontend, optimize
 from aotc.errors import AotcError
+from aotc.hlo.evaluate import evaluate
 
 V1_LOOP = "issue 11: v1 while frames (Enter/Exit/Merge/Switch/NextIteration/LoopCond)"
 KERAS_LOOP = f"{V1_LOOP} and TensorList ops"
-FUNCTIONAL_LOOP = "issue 11: StatelessWhile with its body and condition functions"
 CODEGEN = "issue 11: codegen of HLO"
-# Codegen does not refuse a while cleanly yet: buffer assignment asserts on its tuple value
-# (an internal error). These xfails accept the AssertionError until while is compiled.
-CRASHES = frozenset({"jax_fori_loop", "jax_while_loop", "jax_scan_rnn"})
+TUPLE_CRASH = "(today an internal error: 'has a tuple location')"
+# Codegen does not refuse a while or conditional cleanly yet: buffer assignment asserts on its
+# tuple value (an internal error). These xfails accept the AssertionError until it compiles.
+CRASHES = frozenset(
+    {
+        "jax_fori_loop",
+        "jax_while_loop",
+        "jax_scan_rnn",
+        "while_norm_functional",
+        "while_nested_functional",
+        "cond_v2",
+        "switch_case_functional",
+    }
+)
+# TF2 functional control flow the front end translates: the evaluator checks the HLO against
+# TF's numbers until codegen compiles it (test_functional_control_flow_evaluates).
+FUNCTIONAL = [
+    "while_norm_functional",
+    "while_nested_functional",
+    "cond_v2",
+    "switch_case_functional",
+]
 
 PENDING = {
     "keras_lstm_seq": KERAS_LOOP,
@@ -47,16 +66,16 @@ PENDING = {
     "keras_lstm_seq_functional": "issue 11: While with TensorList ops in its body",
     "while_norm_lowered": V1_LOOP,
     "while_nested_lowered": f"{V1_LOOP}, nested frames",
-    "while_norm_functional": FUNCTIONAL_LOOP,
-    "while_nested_functional": f"{FUNCTIONAL_LOOP}, nested",
-    "cond_v2": "issue 11: StatelessIf",
+    "while_norm_functional": f"{CODEGEN} while {TUPLE_CRASH}",
+    "while_nested_functional": f"{CODEGEN} while, nested {TUPLE_CRASH}",
+    "cond_v2": f"{CODEGEN} conditional {TUPLE_CRASH}",
     "cond_v1": "issue 11: TF1 Switch/Merge conditionals",
     "switch_case": "issue 11: _SwitchN/Merge (a lowered Case)",
-    "switch_case_functional": "issue 11: StatelessCase",
+    "switch_case_functional": f"{CODEGEN} conditional with branch_computations {TUPLE_CRASH}",
     "dynamic_rnn_v1": f"{V1_LOOP} and TensorArrayV3 ops",
-    "jax_fori_loop": f"{CODEGEN} while (today an internal error: 'has a tuple location')",
-    "jax_while_loop": f"{CODEGEN} while (today an internal error: 'has a tuple location')",
-    "jax_scan_rnn": f"{CODEGEN} while (today an internal error: 'has a tuple location')",
+    "jax_fori_loop": f"{CODEGEN} while {TUPLE_CRASH}",
+    "jax_while_loop": f"{CODEGEN} while {TUPLE_CRASH}",
+    "jax_scan_rnn": f"{CODEGEN} while {TUPLE_CRASH}",
     "jax_cond": f"{CODEGEN} conditional",
     "jax_switch": f"{CODEGEN} conditional with branch_computations",
     "jax_dynamic_slice": f"{CODEGEN} dynamic-slice and dynamic-update-slice",
@@ -96,6 +115,20 @@ def _check(name: str, graph: Path, config: Path | None, args: list, expected: li
 def test_tensorflow_control_flow_matches(name: str) -> None:
     fx = load_fixture(name, CONTROL_FLOW_DATA)
     _check(name, fx.graph, fx.config, fx.args, fx.results)
+
+
+@pytest.mark.parametrize("name", FUNCTIONAL)
+def test_functional_control_flow_evaluates(name: str) -> None:
+    """The translated HLO, before and after the optimizer, computes TF's outputs."""
+    fx = load_fixture(name, CONTROL_FLOW_DATA)
+    module = load_frontend(fx.graph, fx.config).module
+    for stage in ("translated", "optimized"):
+        if stage == "optimized":
+            optimize(module)
+        got = evaluate(module, fx.args)
+        assert len(got) == len(fx.results)
+        for i, (value, want) in enumerate(zip(got, fx.results, strict=True)):
+            assert_close(value, want, what=f"{name} {stage} result{i}")
 
 
 @pytest.mark.parametrize("name", _cases(JAX))

@@ -22,8 +22,16 @@ BINARY_SUFFIXES = frozenset({".pb", ".graphdef"})
 class Graph:
     """A parsed GraphDef: nodes by name in file order, with consumer lookup and pruning."""
 
-    def __init__(self, proto: pb.GraphDef, path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        proto: pb.GraphDef,
+        path: str | Path | None = None,
+        library: pb.FunctionDefLibrary | None = None,
+    ) -> None:
         self.proto = proto
+        # Functional control flow (While, If, Case) names its bodies in the library; inlining
+        # calls drops it from the flat graph, so the loader passes the original one.
+        self.library = library if library is not None else proto.library
         self.path = str(path) if path is not None else "<graph>"
         self.nodes: dict[str, Node] = {}
         for node_def in proto.node:
@@ -194,9 +202,10 @@ def load_graph(path: str | Path) -> Graph:
         proto = _parse_binary(data, path)
     else:
         proto = _parse_any(data, path)
+    library = proto.library
     if needs_inlining(proto):
         proto = inline_functions(proto, str(path))
-    return Graph(proto, path)
+    return Graph(proto, path, library)
 
 
 def _read(path: Path) -> bytes:

@@ -290,3 +290,24 @@ def _arg_position(op: str, arg: str, library: dict[str, pb.FunctionDef], where: 
     if arg not in names:
         raise GraphError(f"{where}: {op} has no output argument '{arg}' ({', '.join(names)})")
     return names.index(arg)
+
+
+def function_graph(
+    library: pb.FunctionDefLibrary, func: pb.NameAttrList, path: str
+) -> tuple[pb.GraphDef, list[str]]:
+    """Function ``func`` as a flat graph of its own, for a control-flow op's body or branch.
+
+    Its arguments are ``Placeholder``s named as in the signature (returned in order) and its
+    results the outputs of an ``IdentityN`` named like the function: the graph is one call to
+    it, inlined as any other (so calls in the body are inlined too, ``$attr``s bound).
+    """
+    fn = next((f for f in library.function if f.signature.name == func.name), None)
+    if fn is None:
+        raise GraphError(f"{path}: function '{func.name}' is not in the graph's function library")
+    wrapper = pb.GraphDef(library=library)
+    args = [a.name for a in fn.signature.input_arg]
+    for arg in fn.signature.input_arg:
+        wrapper.node.add(name=arg.name, op="Placeholder").attr["dtype"].type = arg.type
+    call = wrapper.node.add(name=func.name, op="PartitionedCall", input=args)
+    call.attr["f"].func.CopyFrom(func)
+    return inline_functions(wrapper, path), args

@@ -69,11 +69,11 @@ def load_savedmodel(
     flat = inline_functions(meta.graph_def, pb_path)
     feeds = _feeds(sig_def, sig_key, dict(shapes or {}), root)
     fetches = _fetches(sig_def)
-    graph = Graph(flat, pb_path)
+    graph = Graph(flat, pb_path, meta.graph_def.library)
     freeze_reads(
         graph, flat, [f.ref for f in fetches], [f.ref for f in feeds], root / VARIABLE_PREFIX
     )
-    graph = Graph(flat, pb_path)  # re-index: nodes were replaced
+    graph = Graph(flat, pb_path, meta.graph_def.library)  # re-index: nodes were replaced
     sig = Signature(c_identifier(name or _default_name(root)), tuple(feeds), tuple(fetches))
     return SavedModel(graph, sig, meta)
 

@@ -7,13 +7,15 @@ signature order; the entry root is a tuple of the fetches in signature order.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import cast
 
 import numpy as np
 
 from aotc.errors import AotcError, GraphError, ShapeError, UnsupportedError
 from aotc.frontend.effects import check_effects, dropped_note
 from aotc.frontend.graphdef import Graph
+from aotc.frontend.inline import function_graph
 from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import lookup
 from aotc.frontend.signature import Signature
@@ -21,22 +23,35 @@ from aotc.frontend.variables import VariableState, check_variables, updated_vari
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate_computation
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode
-from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
+from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
+from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef
 
 # Constant subgraphs (shape arithmetic, Fill, Range, ...) are evaluated while translating;
 # a crafted graph must not turn that into a multi-gigabyte, hours-long computation.
 MAX_CONSTANT_EVAL_BYTES = 256 << 20
 
+#: Translation as a generator (``_drive``): a control-flow translator yields the ``Steps`` of
+#: each function body it needs (``TranslationContext.function``) and is sent its computation,
+#: so bodies nest to any depth without recursion.
+Steps = Generator["Steps", object, object]
+
 
 class TranslationContext:
     """What a translator may use: the builders and helpers for constant-valued inputs."""
 
-    def __init__(self, module: ModuleBuilder, builder: ComputationBuilder):
+    def __init__(self, module: ModuleBuilder, builder: ComputationBuilder, graph: Graph):
         self.module = module
         self.builder = builder
+        self.graph = graph
         self.node: Node | None = None
         self.variables: VariableState | None = None  # set while translating a graph
+
+    def function(self, func: pb.NameAttrList, shapes: Sequence[AnyShape], results: bool) -> Steps:
+        """Steps that translate library function ``func`` into a computation of one tuple
+        parameter (its arguments, of ``shapes``); the root is a tuple of the function's
+        results, or with ``results=False`` its single result (a loop condition's pred)."""
+        return _function_steps(self, func, list(shapes), results)
 
     def constant_value(self, value: Instruction, what: str = "input") -> np.ndarray:
         """The value of ``value`` if it does not depend on any feed, else a clear error."""
@@ -139,7 +154,7 @@ def translate_graph(graph: Graph, signature: Signature, notes: list[str] | None 
 
 def _build(graph: Graph, signature: Signature, nodes: list[Node]) -> Module:
     mb = ModuleBuilder(signature.name)
-    ctx = TranslationContext(mb, mb.computation("main"))
+    ctx = TranslationContext(mb, mb.computation("main"), graph)
     ctx.variables = VariableState(graph, signature.variables)
     values: dict[TensorRef, Instruction] = {}
     for number, feed in enumerate(signature.feeds):
@@ -148,8 +163,7 @@ def _build(graph: Graph, signature: Signature, nodes: list[Node]) -> Module:
     for number, var in enumerate(signature.variables, len(signature.feeds)):
         shape = Shape(PrimitiveType.from_numpy(var.dtype), tuple(var.shape))
         ctx.variables.start(var.node, ctx.builder.parameter(number, shape, var.node))
-    for node in nodes:
-        _translate_node(ctx, graph, node, values)
+    _drive(_nodes_steps(ctx, graph, nodes, values))
     results = [_input(ctx, values, graph, f.ref, "fetch") for f in signature.fetches]
     for spec, value in zip(signature.fetches, results, strict=True):
         spec.check(value.array_shape.dtype.numpy, value.array_shape.dims)
@@ -169,23 +183,88 @@ def check_supported(graph: Graph, nodes: Sequence[Node]) -> None:
         )
 
 
-def _translate_node(
-    ctx: TranslationContext, graph: Graph, node: Node, values: dict[TensorRef, Instruction]
-) -> None:
-    translator = lookup(node.op)
-    assert translator is not None  # check_supported ran first
-    inputs = [_input(ctx, values, graph, ref, f"input of '{node.name}'") for ref in node.inputs]
-    ctx.node = node
-    _check_arity(translator, node, len(inputs))
+def _drive(start: Steps) -> object:
+    """Run ``start`` and the steps it yields on an explicit stack (as ``evaluate._drive``); an
+    error is thrown into the waiting translator, so each level names its node."""
+    stack: list[Steps] = [start]
+    value: object = None
+    error: AotcError | None = None
+    while stack:
+        try:
+            callee = stack[-1].throw(error) if error else stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            value, error = done.value, None
+            continue
+        except AotcError as err:
+            stack.pop()
+            if not stack:
+                raise
+            error = err
+            continue
+        stack.append(callee)
+        value, error = None, None
+    return value
+
+
+def _nodes_steps(
+    ctx: TranslationContext,
+    graph: Graph,
+    nodes: Sequence[Node],
+    values: dict[TensorRef, Instruction],
+) -> Steps:
+    for node in nodes:
+        translator = lookup(node.op)
+        assert translator is not None  # check_supported ran first
+        inputs = [_input(ctx, values, graph, r, f"input of '{node.name}'") for r in node.inputs]
+        ctx.node = node
+        _check_arity(translator, node, len(inputs))
+        outputs = yield _translator_steps(translator, ctx, node, inputs)
+        if isinstance(outputs, Instruction):
+            outputs = [outputs]
+        assert isinstance(outputs, Sequence)
+        for index, out in enumerate(outputs):
+            values.setdefault(TensorRef(node.name, index), out)  # a fed output keeps its parameter
+    return None
+
+
+def _translator_steps(
+    translator: Callable[..., object],
+    ctx: TranslationContext,
+    node: Node,
+    inputs: list[Instruction],
+) -> Steps:
+    """The translator's outputs; a control-flow translator (a generator) is run as steps."""
     try:
         outputs = translator(ctx, node, *inputs)
+        if inspect.isgenerator(outputs):
+            outputs = yield cast(Steps, outputs)
     except AotcError as err:
         shapes = ", ".join(str(i.shape) for i in inputs)
         raise type(err)(f"node '{node.name}' ({node.op}) with inputs ({shapes}): {err}") from None
-    if isinstance(outputs, Instruction):
-        outputs = [outputs]
-    for index, out in enumerate(outputs):
-        values.setdefault(TensorRef(node.name, index), out)  # a fed output keeps its parameter
+    return outputs
+
+
+def _function_steps(
+    caller: TranslationContext, func: pb.NameAttrList, shapes: list[AnyShape], results: bool
+) -> Steps:
+    path = caller.graph.path
+    proto, args = function_graph(caller.graph.library, func, path)
+    graph = Graph(proto, f"{path}: function '{func.name}'", caller.graph.library)
+    if len(args) != len(shapes):
+        raise GraphError(f"function '{func.name}' takes {len(args)} argument(s), got {len(shapes)}")
+    ctx = TranslationContext(caller.module, caller.module.computation(func.name), graph)
+    param = ctx.builder.parameter(0, TupleShape(tuple(shapes)), "args")
+    values = {TensorRef(a): ctx.builder.get_tuple_element(param, i) for i, a in enumerate(args)}
+    fetches = [TensorRef(func.name, i) for i in range(len(graph.node(func.name).inputs))]
+    nodes = [n for n in graph.prune(fetches, values) if n.name not in args]
+    check_supported(graph, nodes)
+    yield _nodes_steps(ctx, graph, nodes, values)
+    outputs = [_value_of(values, graph, ref, "result") for ref in fetches]
+    if not results and len(outputs) != 1:
+        raise GraphError(f"function '{func.name}' returns {len(outputs)} values, expected one")
+    root = ctx.builder.tuple(outputs) if results else outputs[0]
+    return caller.module.add(ctx.builder.build(root))
 
 
 def _check_arity(translator: Callable[..., object], node: Node, count: int) -> None:

@@ -30,7 +30,7 @@ from aotc.hlo.ir import (
     WhileAttrs,
     Window,
 )
-from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
+from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 from aotc.hlo.shape_inference import infer_dot_shape  # re-exported: part of this module's API
 
 
@@ -83,7 +83,7 @@ class ComputationBuilder:
 
     # ---- leaves ------------------------------------------------------------------------------
 
-    def parameter(self, number: int, shape: Shape, name: str | None = None) -> Instruction:
+    def parameter(self, number: int, shape: AnyShape, name: str | None = None) -> Instruction:
         return self._new(Opcode.PARAMETER, shape, [], ParameterAttrs(number), name or "parameter")
 
     def constant(
@@ -295,6 +295,11 @@ class ModuleBuilder:
             self._cached[key] = comp
             self._computations.append(comp)
         return self._cached[key]
+
+    def add(self, comp: Computation) -> Computation:
+        """Add ``comp`` (a loop body, a branch: built by its own builder) to the module."""
+        self._computations.append(comp)
+        return comp
 
     def build(self, entry: Computation) -> Module:
         return Module(self.name, entry, self._computations)

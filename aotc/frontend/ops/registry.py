@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
 
 from aotc.hlo.ir import Instruction
 from aotc.registry import Registry
 
 Outputs = Instruction | Sequence[Instruction]
-Translator = Callable[..., Outputs]
+# A control-flow translator is a generator: it yields the steps translating its bodies.
+Translator = Callable[..., Outputs | Generator[Any, Any, Any]]
 
 _TRANSLATORS: Registry[str, Translator] = Registry("translator")
 _NOTES: dict[str, str] = {}
