@@ -10,7 +10,7 @@ from typing import NoReturn
 from google.protobuf import message, text_format
 
 from aotc.errors import GraphError, InputFileError
-from aotc.frontend.inline import inline_functions, needs_inlining
+from aotc.frontend.inline import Library, functions_of, inline_functions, needs_inlining
 from aotc.frontend.node import Node
 from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef
@@ -26,12 +26,12 @@ class Graph:
         self,
         proto: pb.GraphDef,
         path: str | Path | None = None,
-        library: pb.FunctionDefLibrary | None = None,
+        functions: Library | None = None,
     ) -> None:
         self.proto = proto
         # Functional control flow (While, If, Case) names its bodies in the library; inlining
         # calls drops it from the flat graph, so the loader passes the original one.
-        self.library = library if library is not None else proto.library
+        self.functions = functions if functions is not None else functions_of(proto)
         self.path = str(path) if path is not None else "<graph>"
         self.nodes: dict[str, Node] = {}
         for node_def in proto.node:
@@ -202,10 +202,10 @@ def load_graph(path: str | Path) -> Graph:
         proto = _parse_binary(data, path)
     else:
         proto = _parse_any(data, path)
-    library = proto.library
+    functions = functions_of(proto)
     if needs_inlining(proto):
         proto = inline_functions(proto, str(path))
-    return Graph(proto, path, library)
+    return Graph(proto, path, functions)
 
 
 def _read(path: Path) -> bytes:

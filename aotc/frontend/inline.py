@@ -34,6 +34,8 @@ from aotc.proto import aotc_tf_pb2 as pb
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 MAX_INLINED_NODES = 1 << 21
 
+Library = dict[str, pb.FunctionDef]  # a graph's function library by function name
+
 # Ops whose outputs span several output arguments, each one tensor; every other op has one
 # output argument (possibly a list, like Split's), so ``node:arg:i`` is output ``i``.
 OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
@@ -69,11 +71,16 @@ def needs_inlining(graph: pb.GraphDef) -> bool:
 
 def inline_functions(graph: pb.GraphDef, path: str = "<graph>") -> pb.GraphDef:
     """A copy of ``graph`` without function calls and without its function library."""
-    library = {f.signature.name: f for f in graph.library.function}
+    library = functions_of(graph)
     out = pb.GraphDef()
     out.versions.CopyFrom(graph.versions)
     _Inliner(library, path, {node.name for node in graph.node}).run(graph.node, out)
     return out
+
+
+def functions_of(graph: pb.GraphDef) -> Library:
+    """``graph``'s library functions by name."""
+    return {f.signature.name: f for f in graph.library.function}
 
 
 def called_function(node: pb.NodeDef, library: Iterable[str]) -> str | None:
@@ -292,22 +299,23 @@ def _arg_position(op: str, arg: str, library: dict[str, pb.FunctionDef], where: 
     return names.index(arg)
 
 
-def function_graph(
-    library: pb.FunctionDefLibrary, func: pb.NameAttrList, path: str
-) -> tuple[pb.GraphDef, list[str]]:
+def function_graph(library: Library, func: pb.NameAttrList) -> tuple[pb.GraphDef, list[str]]:
     """Function ``func`` as a flat graph of its own, for a control-flow op's body or branch.
 
     Its arguments are ``Placeholder``s named as in the signature (returned in order) and its
     results the outputs of an ``IdentityN`` named like the function: the graph is one call to
     it, inlined as any other (so calls in the body are inlined too, ``$attr``s bound).
     """
-    fn = next((f for f in library.function if f.signature.name == func.name), None)
-    if fn is None:
-        raise GraphError(f"{path}: function '{func.name}' is not in the graph's function library")
-    wrapper = pb.GraphDef(library=library)
-    args = [a.name for a in fn.signature.input_arg]
-    for arg in fn.signature.input_arg:
-        wrapper.node.add(name=arg.name, op="Placeholder").attr["dtype"].type = arg.type
-    call = wrapper.node.add(name=func.name, op="PartitionedCall", input=args)
+    path = f"function '{func.name}'"  # errors: where it is called is for the caller to say
+    if func.name not in library:
+        raise GraphError(f"{path} is not in the graph's function library")
+    signature = library[func.name].signature
+    args = [a.name for a in signature.input_arg]
+    nodes = [pb.NodeDef(name=a.name, op="Placeholder") for a in signature.input_arg]
+    for node, arg in zip(nodes, signature.input_arg, strict=True):
+        node.attr["dtype"].type = arg.type
+    call = pb.NodeDef(name=func.name, op="PartitionedCall", input=args)
     call.attr["f"].func.CopyFrom(func)
-    return inline_functions(wrapper, path), args
+    out = pb.GraphDef()
+    _Inliner(library, path, {*args, func.name}).run([*nodes, call], out)
+    return out, args

@@ -25,7 +25,7 @@ from aotc.abi import c_identifier
 from aotc.errors import ConfigError, InputFileError
 from aotc.frontend.freeze import freeze_reads
 from aotc.frontend.graphdef import Graph
-from aotc.frontend.inline import inline_functions
+from aotc.frontend.inline import functions_of, inline_functions
 from aotc.frontend.signature import FetchSpec, Signature, TensorSpec
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto
 from aotc.proto import aotc_tf_pb2 as pb
@@ -67,13 +67,14 @@ def load_savedmodel(
     sig_def = _signature_def(meta, sig_key, root)
     pb_path = str(root / "saved_model.pb")
     flat = inline_functions(meta.graph_def, pb_path)
+    functions = functions_of(meta.graph_def)
     feeds = _feeds(sig_def, sig_key, dict(shapes or {}), root)
     fetches = _fetches(sig_def)
-    graph = Graph(flat, pb_path, meta.graph_def.library)
+    graph = Graph(flat, pb_path, functions)
     freeze_reads(
         graph, flat, [f.ref for f in fetches], [f.ref for f in feeds], root / VARIABLE_PREFIX
     )
-    graph = Graph(flat, pb_path, meta.graph_def.library)  # re-index: nodes were replaced
+    graph = Graph(flat, pb_path, functions)  # re-index: nodes were replaced
     sig = Signature(c_identifier(name or _default_name(root)), tuple(feeds), tuple(fetches))
     return SavedModel(graph, sig, meta)
 

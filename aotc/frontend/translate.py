@@ -191,7 +191,7 @@ def _drive(start: Steps) -> object:
     error: AotcError | None = None
     while stack:
         try:
-            callee = stack[-1].throw(error) if error else stack[-1].send(value)
+            callee = stack[-1].throw(error) if error is not None else stack[-1].send(value)
         except StopIteration as done:
             stack.pop()
             value, error = done.value, None
@@ -248,23 +248,28 @@ def _translator_steps(
 def _function_steps(
     caller: TranslationContext, func: pb.NameAttrList, shapes: list[AnyShape], results: bool
 ) -> Steps:
-    path = caller.graph.path
-    proto, args = function_graph(caller.graph.library, func, path)
-    graph = Graph(proto, f"{path}: function '{func.name}'", caller.graph.library)
+    # One computation per function and signature: branches that share a function nested n
+    # deep are translated n times, not 2^n.
+    key = ("function", func.SerializeToString(deterministic=True), tuple(shapes), results)
+    done = caller.module.cached(key)
+    if done is not None:
+        return done
+    proto, args = function_graph(caller.graph.functions, func)
+    graph = Graph(proto, f"function '{func.name}'", caller.graph.functions)
     if len(args) != len(shapes):
         raise GraphError(f"function '{func.name}' takes {len(args)} argument(s), got {len(shapes)}")
     ctx = TranslationContext(caller.module, caller.module.computation(func.name), graph)
     param = ctx.builder.parameter(0, TupleShape(tuple(shapes)), "args")
     values = {TensorRef(a): ctx.builder.get_tuple_element(param, i) for i, a in enumerate(args)}
     fetches = [TensorRef(func.name, i) for i in range(len(graph.node(func.name).inputs))]
-    nodes = [n for n in graph.prune(fetches, values) if n.name not in args]
+    nodes = [n for n in graph.prune(fetches, values) if n.name not in set(args)]
     check_supported(graph, nodes)
     yield _nodes_steps(ctx, graph, nodes, values)
     outputs = [_value_of(values, graph, ref, "result") for ref in fetches]
     if not results and len(outputs) != 1:
         raise GraphError(f"function '{func.name}' returns {len(outputs)} values, expected one")
     root = ctx.builder.tuple(outputs) if results else outputs[0]
-    return caller.module.add(ctx.builder.build(root))
+    return caller.module.add(ctx.builder.build(root), key)
 
 
 def _check_arity(translator: Callable[..., object], node: Node, count: int) -> None:

@@ -296,10 +296,16 @@ class ModuleBuilder:
             self._computations.append(comp)
         return self._cached[key]
 
-    def add(self, comp: Computation) -> Computation:
-        """Add ``comp`` (a loop body, a branch: built by its own builder) to the module."""
+    def add(self, comp: Computation, key: Hashable) -> Computation:
+        """Add ``comp`` (a loop body, a branch: built by its own builder), found by ``key``
+        from now on (``cached``)."""
+        self._cached[key] = comp
         self._computations.append(comp)
         return comp
+
+    def cached(self, key: Hashable) -> Computation | None:
+        """The computation ``add`` or ``cached_computation`` made under ``key``, if any."""
+        return self._cached.get(key)
 
     def build(self, entry: Computation) -> Module:
         return Module(self.name, entry, self._computations)

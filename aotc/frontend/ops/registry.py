@@ -7,6 +7,7 @@ in order and returns the HLO value of each of the node's outputs.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from collections.abc import Callable, Generator, Sequence
@@ -41,6 +42,7 @@ def supported_ops() -> dict[str, str]:
     return {op: _NOTES.get(op, "") for op in sorted(_TRANSLATORS)}
 
 
+@functools.cache  # once: lookup runs per node, and listing the package costs milliseconds
 def _load_op_modules() -> None:
     # Importing every module of the ops package runs its @translates decorators.
     import aotc.frontend.ops as package
