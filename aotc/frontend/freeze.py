@@ -138,7 +138,7 @@ def freeze_checkpoint(graph: Graph, signature: Signature, prefix: str | Path) ->
     fed = [f.ref for f in signature.feeds] + [TensorRef(v.node) for v in signature.variables]
     keep = {v.node for v in signature.variables}
     freeze_reads(graph, proto, [f.ref for f in signature.fetches], fed, Path(prefix), keep)
-    return Graph(proto, graph.path)
+    return Graph(proto, graph.path, graph.functions)
 
 
 def checkpoint_files(prefix: str | Path) -> list[Path]:
