@@ -40,7 +40,9 @@ Steps = Generator["Steps", object, object]
 class TranslationContext:
     """What a translator may use: the builders and helpers for constant-valued inputs."""
 
-    def __init__(self, module: ModuleBuilder, builder: ComputationBuilder, graph: Graph):
+    def __init__(
+        self, module: ModuleBuilder, builder: ComputationBuilder, graph: Graph | None = None
+    ):
         self.module = module
         self.builder = builder
         self.graph = graph
@@ -254,6 +256,7 @@ def _function_steps(
     done = caller.module.cached(key)
     if done is not None:
         return done
+    assert caller.graph is not None, "translating a function needs the graph of its library"
     proto, args = function_graph(caller.graph.functions, func)
     graph = Graph(proto, f"function '{func.name}'", caller.graph.functions)
     if len(args) != len(shapes):
