@@ -36,7 +36,7 @@ from aotc.codegen.target import TargetSpec, resolve_target
 from aotc.driver import CompileResult, TargetOverrides, compile_graph
 from aotc.errors import OutputError
 from aotc.frontend.freeze import checkpoint_files
-from aotc.frontend.signature import default_config_path
+from aotc.frontend.inputs import config_file, model_files
 from aotc.frontend.sources import SourceOptions
 from aotc.passes import PipelineOptions
 
@@ -75,7 +75,7 @@ def cache_key(
 def _key_parts(
     path: Path, config_path: str | Path | None, target: TargetOverrides, options: SourceOptions
 ) -> list[bytes]:
-    config = Path(config_path) if config_path else default_config_path(path)
+    config = config_file(path, config_path)
     host = resolve_target(TargetSpec())
     meta = repr(
         (compiler_fingerprint(), FORMAT, vars(target), options.key(), vars(host), config is None)
@@ -108,11 +108,7 @@ def compiler_fingerprint() -> str:
 def _input_files(path: Path) -> list[tuple[str, bytes]]:
     if not path.is_dir():
         return [("", _read(path))]
-    files = [path / "saved_model.pb", path / "saved_model.pbtxt"]
-    variables = path / "variables"
-    if variables.is_dir():
-        files += sorted(p for p in variables.rglob("*") if p.is_file())
-    return [(str(p.relative_to(path)), _read(p)) for p in files if p.is_file()]
+    return [(str(p.relative_to(path)), _read(p)) for p in model_files(path)]
 
 
 def _read(path: Path) -> bytes:

@@ -5,22 +5,28 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import replace
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from aotc import __version__, progress
-from aotc.cache import CachePolicy, compile_cached
-from aotc.driver import (
-    CompileResult,
-    SourceOptions,
-    TargetOverrides,
-    output_paths,
-    pipeline_options,
-    write_artifacts,
+from aotc.batch import (
+    CompileJob,
+    CompileSettings,
+    compile_job,
+    compile_jobs,
+    default_workers,
+    graph_paths,
+    plan_jobs,
 )
-from aotc.errors import AotcError
+from aotc.cache import CachePolicy
+from aotc.driver import CompileResult, SourceOptions, TargetOverrides, pipeline_options
+from aotc.errors import AotcError, UsageError
+from aotc.outputs import EMITS
 from aotc.report import write_report
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,8 +99,32 @@ def verbose_option(help_text: str) -> Callable[[F], F]:
     return click.option("-v", "--verbose", is_flag=True, help=help_text)
 
 
+# What `aotc --cmake-dir` and its siblings print: files aotc ships for build systems.
+_BUILD_FILES = {
+    "--cmake-dir": ("cmake", "Print the folder of aotc's CMake package config (aotc_DIR)."),
+    "--make-include": ("make/aotc.mk", "Print the path of aotc.mk, the Make include."),
+    "--bazel-dir": ("bazel", "Print the folder of aotc's Bazel rules (a local_repository)."),
+}
+
+
+def build_file_options(fn: F) -> F:
+    """``--cmake-dir``, ``--make-include``, ``--bazel-dir``: print a path and exit."""
+    for flag, (relative, help_text) in _BUILD_FILES.items():
+
+        def show(ctx: click.Context, _: click.Parameter, value: bool, path: str = relative) -> None:
+            if value and not ctx.resilient_parsing:
+                click.echo(Path(__file__).parent / path)
+                ctx.exit()
+
+        fn = click.option(
+            flag, is_flag=True, expose_value=False, is_eager=True, callback=show, help=help_text
+        )(fn)
+    return fn
+
+
 @click.group(cls=AotcGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="aotc")
+@build_file_options
 @click.option(
     "--traceback", is_flag=True, help="Show Python tracebacks for internal errors (debugging)."
 )
@@ -202,8 +232,58 @@ def shape_options(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def output_options(fn: F) -> F:
+    """``-o``, ``-d``, ``--emit``, ``--depfile``: which files a compile writes, and where."""
+    fn = click.option(
+        "--depfile",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="Also write a Make-format dependency file: what the compile read (graph, config, "
+        "SavedModel variables, aotc's version), for Make, Ninja and CMake.",
+    )(fn)
+    fn = click.option(
+        "--emit",
+        type=click.Choice(EMITS),
+        default="obj",
+        show_default=True,
+        help="obj: PREFIX.o; lib: a static library libPREFIX.a (no ar needed). Both with PREFIX.h.",
+    )(fn)
+    fn = click.option(
+        "-d",
+        "--output-dir",
+        type=click.Path(file_okay=False),
+        metavar="DIR",
+        help="Write each model's files to DIR/<graph stem>.* (instead of -o).",
+    )(fn)
+    return click.option(
+        "-o",
+        "--output",
+        "output",
+        metavar="PREFIX",
+        help="Output path prefix: writes PREFIX.o and PREFIX.h. Default: the graph's stem.",
+    )(fn)
+
+
+def many_options(fn: F) -> F:
+    """``--list`` and ``-j``: compile many models in parallel processes."""
+    fn = click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Compile up to N models at once, one process each. Default: the CPU count.",
+    )(fn)
+    return click.option(
+        "--list",
+        "list_file",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="Read more GRAPHs from FILE, one per line, relative to its folder (# comments).",
+    )(fn)
+
+
 @main.command("compile")
-@click.argument("graph", type=click.Path())
+@click.argument("graphs", metavar="GRAPH...", nargs=-1, type=click.Path())
 @click.option(
     "-c",
     "--config",
@@ -211,13 +291,8 @@ def shape_options(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
     help="Config: YAML (feeds, fetches, target), or a tfcompile config (*.config.pbtxt, "
     "*.config.pb). Default: GRAPH's .yaml if present.",
 )
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    metavar="PREFIX",
-    help="Output path prefix: writes PREFIX.o and PREFIX.h. Default: the graph's stem.",
-)
+@output_options
+@click.option("--name", help="C name prefix of the model (overrides the config's name:).")
 @click.option("--target-triple", help="LLVM target triple, e.g. aarch64-unknown-linux-gnu.")
 @click.option("--target-cpu", help="LLVM CPU name, e.g. generic, skylake-avx512, neoverse-n1.")
 @click.option("--target-features", help='LLVM feature string, e.g. "+avx2,+fma".')
@@ -236,13 +311,18 @@ def shape_options(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
     type=click.Path(dir_okay=False),
     help="Write a JSON report: kernels (fused ops, FLOPs, bytes), temp and constant bytes.",
 )
+@many_options
 @verbose_option("Print a short summary: kernels, temp bytes vs the peak-live bound, constants.")
 @quiet_option
 @reports_errors
 def compile_command(
-    graph: str,
+    graphs: tuple[str, ...],
     config: str | None,
     output: str | None,
+    output_dir: str | None,
+    emit: str,
+    depfile: str | None,
+    name: str | None,
     target_triple: str | None,
     target_cpu: str | None,
     target_features: str | None,
@@ -257,34 +337,82 @@ def compile_command(
     dump_format: str | None = None,
     disabled_passes: tuple[str, ...] = (),
     report_path: str | None = None,
+    list_file: str | None = None,
+    jobs: int | None = None,
     verbose: bool = False,
     quiet: bool = False,
 ) -> None:
-    """Compile GRAPH to PREFIX.o and PREFIX.h.
+    """Compile GRAPH to PREFIX.o and PREFIX.h; several GRAPHs in parallel processes.
 
     GRAPH is a frozen GraphDef (.pb or .pbtxt), a SavedModel directory, or XLA HLO text
     (.hlo, as JAX and TensorFlow print it). An unchanged model is served from the cache.
+    With several GRAPHs each uses its own .yaml sibling and writes its own files.
 
     \b
     Examples:
       aotc compile mlp.pb -c mlp.yaml -o build/mlp
+      aotc compile mlp.pb -o build/mlp --emit lib --depfile build/mlp.d
       aotc compile mlp.pb --target-triple aarch64-unknown-linux-gnu --target-cpu generic
       aotc compile saved_model/ --signature serving_default --shape x=1,224,224,3
       aotc compile graph.pb -c graph.config.pbtxt --checkpoint ckpt/model.ckpt
       aotc compile model.hlo -o build/model
+      aotc compile models/*.pb -d build -j 8
     """
-    targets = TargetOverrides(target_triple, target_cpu, target_features)
-    options = source_options(signature, tags, shapes, checkpoint)
+    paths = graph_paths(graphs, list_file)
+    one_graph_only(len(paths), {"-c": config, "-o": output, "--depfile": depfile, "--name": name})
+    one_graph_only(len(paths), {"--checkpoint": checkpoint, "--report": report_path})
+    one_graph_only(len(paths), {"--dump-to": dump_to, "-v": verbose})
     formats = None if dump_format is None else [f.strip() for f in dump_format.split(",")]
-    passes = pipeline_options(dump_to, dump_pass_re, formats, disabled_passes)
-    policy = CachePolicy(enabled=not no_cache, folder=cache_dir)
+    settings = CompileSettings(
+        TargetOverrides(target_triple, target_cpu, target_features),
+        replace(source_options(signature, tags, shapes, checkpoint), name=name),
+        pipeline_options(dump_to, dump_pass_re, formats, disabled_passes),
+        CachePolicy(enabled=not no_cache, folder=cache_dir),
+    )
+    todo = plan_jobs(paths, config, output, output_dir, emit, depfile)
+    if len(todo) > 1:
+        compile_many(todo, settings, jobs or default_workers(), quiet)
+        return
     with progress.display(enabled=not quiet):
-        result, _ = compile_cached(graph, config, targets, options, passes, policy)
-        object_path, header_path = output_paths(graph, output)
-        write_artifacts(result.model, object_path, header_path)
+        result, _ = compile_job(todo[0], settings)
     if not quiet:
-        click.echo(f"wrote {object_path} and {header_path}")
+        click.echo(f"wrote {todo[0].outputs.binary} and {todo[0].outputs.header}")
     _compile_report(result, report_path, verbose and not quiet)
+
+
+def one_graph_only(count: int, options: dict[str, object]) -> None:
+    """Options that name one model's files or details are usage errors with several GRAPHs."""
+    given = [flag for flag, value in options.items() if value]
+    if count > 1 and given:
+        raise UsageError(f"{', '.join(given)}: for one GRAPH only ({count} were given)")
+
+
+def compile_many(
+    jobs: list[CompileJob], settings: CompileSettings, workers: int, quiet: bool
+) -> None:
+    """Several models in parallel processes; each error is one line, the others go on."""
+    codes: list[int] = []
+
+    def finished(job: CompileJob, future: Future[bool]) -> None:
+        try:
+            future.result()
+        except AotcError as err:
+            click.echo(f"aotc: error: {err}", err=True)
+            codes.append(err.exit_code)
+            return
+        except Exception as err:
+            if _traceback_requested():
+                raise
+            click.echo(f"{job.graph}: {_internal_error_line(err)}", err=True)
+            codes.append(INTERNAL_ERROR_EXIT)
+            return
+        if not quiet:
+            click.echo(f"wrote {job.outputs.binary} and {job.outputs.header}")
+
+    compile_jobs(jobs, settings, workers, finished)
+    if codes:
+        click.echo(f"aotc: {len(codes)} of {len(jobs)} models failed", err=True)
+        sys.exit(max(codes))
 
 
 def _compile_report(result: CompileResult, path: str | None, verbose: bool) -> None:

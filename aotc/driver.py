@@ -9,26 +9,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aotc import progress
-from aotc.atomic import commit, stage
 from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module_assigned
 from aotc.config import Config
-from aotc.errors import AotcError, OutputError, UsageError
+from aotc.errors import AotcError, UsageError
 from aotc.frontend.freeze import freeze_checkpoint
 from aotc.frontend.graphdef import Graph, load_graph
 from aotc.frontend.limits import check_feed_sizes, check_module_sizes
 from aotc.frontend.signature import (
     Signature,
-    default_config_path,
-    model_stem,
     resolve_signature,
 )
-from aotc.frontend.sources import SourceOptions, load_source
+from aotc.frontend.sources import SourceOptions, load_model_config, load_source
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
 from aotc.passes import DumpOptions, PipelineOptions, PipelineReport, default_pipeline, pass_names
 from aotc.report import CompileReport, build_report
-from aotc.tf2xla_config import load_config_file
 
 
 @dataclass(frozen=True)
@@ -80,8 +76,7 @@ def load_frontend(
         return Frontend(source.graph, source.config, source.signature, source.module, source.notes)
     with progress.stage("load"), errors_name_file(graph_path):
         graph = load_graph(graph_path)
-        config_path = config_path or default_config_path(Path(graph_path))
-        config = load_config_file(config_path) if config_path else Config()
+        config = load_model_config(graph_path, config_path, options or SourceOptions())
         signature = resolve_signature(graph, config, Path(graph_path))
         if options is not None and options.checkpoint:
             graph = freeze_checkpoint(graph, signature, options.checkpoint)
@@ -181,34 +176,3 @@ def _target_spec(config: Config, overrides: TargetOverrides) -> TargetSpec:
     spec = TargetSpec(config.target.triple, config.target.cpu, config.target.features)
     changes = {k: v for k, v in vars(overrides).items() if v is not None}
     return replace(spec, **changes)
-
-
-def output_paths(graph_path: str | Path, out: str | Path | None) -> tuple[Path, Path]:
-    """``-o build/mlp`` -> build/mlp.o, build/mlp.h; no ``-o``: ``<stem>.o`` in the cwd."""
-    prefix = Path(out) if out else Path(model_stem(graph_path))
-    if prefix.name in ("", "..") or str(prefix) == ".":  # ``-o .`` names no file: resolve it
-        prefix = prefix.resolve()
-    return prefix.with_name(prefix.name + ".o"), prefix.with_name(prefix.name + ".h")
-
-
-def write_artifacts(model: CompiledModel, object_path: Path, header_path: Path) -> None:
-    """Write both files atomically: each goes to a temporary name and is renamed when done."""
-    staged: list[tuple[Path, Path]] = []
-    # BaseException: Ctrl-C while writing must not leave temporary files behind either.
-    try:
-        with progress.stage("emit"):
-            for final, data in (
-                (object_path, model.object_bytes),
-                (header_path, model.header.encode()),
-            ):
-                if final.is_dir():  # up front: a rename would fail after the other file moved
-                    raise OutputError(
-                        f"{final}: is a directory; choose another output prefix with -o"
-                    )
-                staged.append((stage(final, data, "; choose a writable folder with -o"), final))
-            for tmp, final in staged:
-                commit(tmp, final)
-    except BaseException:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        raise

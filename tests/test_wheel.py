@@ -54,6 +54,9 @@ def check_contents(dist: Path) -> None:
     with zipfile.ZipFile(wheel) as whl:
         names = set(whl.namelist())
     assert {"aotc/__init__.py", "aotc/cli.py", "aotc/proto/aotc_tf_pb2.py"} <= names
+    shipped = {"aotc/cmake/aotcConfig.cmake", "aotc/make/aotc.mk", "aotc/bazel/aotc.bzl"}
+    shared = {f"aotc-{version}.data/data/share/cmake/aotc/aotcConfig.cmake"}
+    assert shipped | shared <= names
     assert not any(n.startswith(("tests/", "examples/", "bench/")) for n in names)
     (sdist,) = dist.glob(f"aotc-{version}.tar.gz")
     with tarfile.open(sdist) as tar:
@@ -79,6 +82,26 @@ def test_wheel_installs_and_compiles_from_another_folder(tmp_path: Path) -> None
     run([aotc_command, "compile", "mlp.pb", "-c", "mlp.yaml", "-o", "build/mlp"], cwd=work)
     run([CC, "-O2", "main.c", "build/mlp.o", "-Ibuild", "-lm", "-o", "app"], cwd=work)
     assert "OK" in run([work / "app"], cwd=work)
+    check_cmake_finds(tmp_path / "venv", work / "cmake")
+
+
+def check_cmake_finds(venv: Path, project: Path) -> None:
+    """find_package(aotc) without hints, with only the environment's bin folder on PATH."""
+    cmake_dir = Path(run([venv / "bin" / "aotc", "--cmake-dir"], cwd=venv).strip())
+    assert cmake_dir.is_relative_to(venv) and (cmake_dir / "aotcConfig.cmake").is_file()
+    if shutil.which("cmake") is None:
+        return
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(probe LANGUAGES NONE)\n"
+        "find_package(aotc 0.1 REQUIRED)\n"
+        'message(STATUS "found ${aotc_DIR} ${AOTC_EXECUTABLE} ${aotc_VERSION}")\n'
+    )
+    others = [p for p in os.environ["PATH"].split(os.pathsep) if not Path(p, "aotc").exists()]
+    env = {**os.environ, "PATH": os.pathsep.join([str(venv / "bin"), *others])}
+    out = run(["cmake", "-S", project, "-B", project / "build"], cwd=project, env=env)
+    found = f"found {venv / 'share' / 'cmake' / 'aotc'} {venv / 'bin' / 'aotc'} {aotc.__version__}"
+    assert found in out, out
 
 
 def test_editable_install_is_not_shadowed_by_the_clone_folder(tmp_path: Path) -> None:

@@ -7,15 +7,16 @@ returns None for anything else, which the driver then loads as a GraphDef.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aotc.config import Config
 from aotc.errors import ConfigError, InputFileError
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.hlo_input import is_hlo_file, load_hlo
+from aotc.frontend.inputs import config_file
 from aotc.frontend.savedmodel import is_savedmodel, load_savedmodel
-from aotc.frontend.signature import Signature, default_config_path
+from aotc.frontend.signature import Signature
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
@@ -24,8 +25,9 @@ from aotc.tf2xla_config import load_config_file
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """SavedModel choices (``--signature``, ``--tag``, ``--shape``), and a GraphDef's
-    ``--checkpoint`` (freeze its variables from that TF checkpoint prefix).
+    """How to read the input: SavedModel choices (``--signature``, ``--tag``, ``--shape``),
+    a GraphDef's ``--checkpoint`` (freeze its variables from that TF checkpoint prefix),
+    and ``name`` (``--name``), which overrides the config's ``name:``.
 
     ``shapes`` maps a signature input key to a static shape for its unknown dimensions.
     """
@@ -34,11 +36,12 @@ class SourceOptions:
     tags: tuple[str, ...] | None = None
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     checkpoint: str | None = None
+    name: str | None = None
 
     def key(self) -> str:
         """A stable text form, for cache keys (the checkpoint's bytes are keyed apart)."""
         shapes = sorted((k, list(v)) for k, v in self.shapes.items())
-        return repr((self.signature, self.tags, shapes, self.checkpoint))
+        return repr((self.signature, self.tags, shapes, self.checkpoint, self.name))
 
 
 @dataclass
@@ -67,8 +70,7 @@ def load_source(
     if options is not None and options.checkpoint:
         kind = "a SavedModel reads its own variables/" if saved else "HLO text has no variables"
         raise ConfigError(f"{path}: --checkpoint is for GraphDefs; {kind}")
-    config_path = config_path or default_config_path(Path(path))
-    config = load_config_file(config_path) if config_path else Config()
+    config = load_model_config(path, config_path, options or SourceOptions())
     if config.variables:
         kind = (
             "a SavedModel's variables are frozen from its checkpoint"
@@ -80,6 +82,16 @@ def load_source(
         loaded = load_hlo(path, config)
         return Source(None, config, loaded.signature, loaded.module)
     return _savedmodel_source(path, config, options or SourceOptions())
+
+
+def load_model_config(
+    path: str | Path, config_path: str | Path | None, options: SourceOptions
+) -> Config:
+    """The config of the model at ``path``: ``config_path``, else its ``.yaml`` sibling, else
+    the defaults; ``options.name`` replaces the config's ``name:``."""
+    found = config_file(path, config_path)
+    config = load_config_file(found) if found else Config()
+    return replace(config, name=options.name) if options.name else config
 
 
 def _savedmodel_source(path: str | Path, config: Config, options: SourceOptions) -> Source:
