@@ -13,11 +13,29 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aotc.codegen.buffers import BufferAssignment
+from aotc.codegen.program import (
+    BranchEnd,
+    BranchNext,
+    BranchStart,
+    CarryOut,
+    Kernel,
+    LoopEnd,
+    LoopStart,
+    LoopTest,
+)
 from aotc.errors import OutputError
-from aotc.hlo.ir import ELEMENTWISE, ConvAttrs, DotDims, FusionAttrs, Instruction, Opcode
+from aotc.hlo.ir import (
+    ELEMENTWISE,
+    ConvAttrs,
+    DotDims,
+    FusionAttrs,
+    Instruction,
+    Opcode,
+    WhileAttrs,
+)
 from aotc.hlo.memory import byte_size
 from aotc.passes import PassTiming
 
@@ -37,6 +55,19 @@ class KernelReport:
 
 
 @dataclass(frozen=True)
+class LoopReport:
+    """One ``while`` loop: where it runs, its trip count if known, what one iteration does."""
+
+    name: str
+    computation: str  # the computation the loop is an instruction of
+    trip_count: int | None  # proven by the while-loop simplifier, else None
+    condition_kernels: list[str]  # kernel names, in order
+    body_kernels: list[str]
+    carry_bytes: int  # the carried state
+    copies_per_iteration: int  # carry elements copied back (the rest are written in place)
+
+
+@dataclass(frozen=True)
 class PassTime:
     name: str
     seconds: float
@@ -45,13 +76,15 @@ class PassTime:
 
 @dataclass
 class CompileReport:
-    """What the compiler produced: kernels, memory, and the time each pass took."""
+    """What the compiler produced: kernels (those of loop bodies and branches too, in program
+    order), loops, memory, and the time each pass took."""
 
     kernels: list[KernelReport]
     temp_bytes: int
     peak_live_bytes: int  # lower bound on temp_bytes for the chosen schedule
     constant_bytes: int
     result_copies: int
+    loops: list[LoopReport] = field(default_factory=list)
     passes: list[PassTime] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the front end dropped, and why
 
@@ -68,11 +101,21 @@ class CompileReport:
             f"temp bytes: {self.temp_bytes} (peak-live bound {self.peak_live_bytes}, x{ratio:.2f})",
             f"constant bytes: {self.constant_bytes}",
         ]
+        lines += [_loop_line(loop) for loop in self.loops]
         if self.passes:
             total = sum(p.seconds for p in self.passes)
             lines.append(f"passes: {len(self.passes)} runs, {total * 1e3:.1f} ms")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def _loop_line(loop: LoopReport) -> str:
+    trips = "unknown" if loop.trip_count is None else str(loop.trip_count)
+    return (
+        f"loop {loop.name} in {loop.computation}: trip count {trips}, "
+        f"{len(loop.body_kernels)} body kernels, {loop.carry_bytes} carry bytes, "
+        f"{loop.copies_per_iteration} copies per iteration"
+    )
 
 
 def write_report(report: CompileReport, path: str | Path) -> None:
@@ -99,7 +142,78 @@ def build_report(
         result_copies=len(assignment.copies),
         passes=[PassTime(t.name, t.seconds, t.changed) for t in timings],
         notes=list(notes),
+        loops=loop_reports(assignment),
     )
+
+
+def loop_reports(assignment: BufferAssignment) -> list[LoopReport]:
+    """The loops of the program, in the order they start, with what each iteration runs."""
+    reports: list[LoopReport] = []
+    running: list[_Iteration | _Branch] = []  # the loops and conditionals running, innermost last
+    for step in assignment.program:
+        if isinstance(step, LoopStart):
+            running.append(_Iteration(step.loop, _computation(running, assignment.entry)))
+        elif isinstance(step, BranchStart):
+            running.append(_Branch(step.cond))
+        elif isinstance(step, BranchNext):
+            _top(running, _Branch).branch = step.branch
+        elif isinstance(step, LoopTest):
+            _top(running, _Iteration).tested = True
+        elif isinstance(step, CarryOut):
+            _top(running, _Iteration).copies += 1
+        elif isinstance(step, Kernel):
+            loops = [r for r in running if isinstance(r, _Iteration)]
+            if loops:
+                (loops[-1].body if loops[-1].tested else loops[-1].condition).append(step.inst.name)
+        elif isinstance(step, LoopEnd):
+            reports.append(_top(running, _Iteration).report())
+            running.pop()
+        elif isinstance(step, BranchEnd):
+            running.pop()
+    return reports
+
+
+@dataclass
+class _Branch:
+    cond: Instruction
+    branch: int = 0
+
+
+@dataclass
+class _Iteration:
+    loop: Instruction
+    computation: str  # where the loop runs
+    condition: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)
+    tested: bool = False
+    copies: int = 0
+
+    def report(self) -> LoopReport:
+        attrs = self.loop.attrs
+        trips = attrs.known_trip_count if isinstance(attrs, WhileAttrs) else None
+        size = byte_size(self.loop)
+        return LoopReport(
+            self.loop.name, self.computation, trips, self.condition, self.body, size, self.copies
+        )
+
+
+_Running = TypeVar("_Running", "_Iteration", "_Branch")
+
+
+def _top(running: list[_Iteration | _Branch], kind: type[_Running]) -> _Running:
+    top = running[-1]
+    assert isinstance(top, kind), f"{top} is not a {kind.__name__}"
+    return top
+
+
+def _computation(running: list[_Iteration | _Branch], entry: str) -> str:
+    """The name of the computation whose steps run now."""
+    if not running:
+        return entry
+    top = running[-1]
+    if isinstance(top, _Branch):
+        return top.cond.called[top.branch].name
+    return top.loop.called[1 if top.tested else 0].name
 
 
 def _kernel(inst: Instruction, in_place: bool) -> KernelReport:

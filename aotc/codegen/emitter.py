@@ -25,14 +25,30 @@ from aotc.codegen.buffers import (
     Buffer,
     BufferAssignment,
     BufferKind,
+    Copy,
     ResultCopy,
     assign_buffers,
 )
-from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64, readonly_global
+from aotc.codegen.control_flow import ControlFlow
+from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64, load_element, readonly_global
 from aotc.codegen.kernels import kernel_emitter, kernel_packed_operands, kernel_scratch_bytes
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import function_builder
+from aotc.codegen.program import (
+    BranchEnd,
+    BranchNext,
+    BranchOut,
+    BranchStart,
+    CarryIn,
+    CarryOut,
+    Kernel,
+    LoopEnd,
+    LoopStart,
+    LoopTest,
+    Stage,
+    Step,
+)
 from aotc.codegen.vector import GENERIC, VectorInfo, allow_wide_vectors
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, Module, Opcode
@@ -52,6 +68,7 @@ class _Entry:
     constants: list[ir.Value]  # read-only globals; null for constants no kernel reads
     vector: VectorInfo = GENERIC
     pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
+    flow: ControlFlow | None = None  # the loops and conditionals being emitted
     written_back: dict[int, int] = field(default_factory=dict)  # root element -> argument
 
 
@@ -97,7 +114,7 @@ def _emit_run_buffers(
 ) -> ir.Function:
     fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
     fn.attributes.add("nounwind")
-    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    builder = function_builder(fn)  # buffer pointers go to the entry block: they dominate all
     needed = _constants_read(assignment, vector)
     constants = [
         _constant_global(llvm_module, c) if k in needed else ir.Constant(PTR, None)
@@ -105,23 +122,75 @@ def _emit_run_buffers(
     ]
     args, results, temp = fn.args
     entry = _Entry(llvm_module, builder, args, results, temp, constants, vector)
+    entry.flow = ControlFlow(builder)
     entry.written_back = written_back
-    for inst in assignment.kernels:
-        _call_kernel(entry, inst, assignment)
+    for step in assignment.program:
+        _STEPS[type(step)](entry, assignment, step)
     for copy in _copy_order(assignment.copies, written_back):
         _copy_result(entry, copy)
     builder.ret(ir.Constant(I32, 0))
     return fn
 
 
+def _kernel_step(entry: _Entry, assignment: BufferAssignment, step: Step) -> None:
+    assert isinstance(step, Kernel)
+    _call_kernel(entry, step.inst, assignment)
+
+
+def _copy_step(entry: _Entry, assignment: BufferAssignment, step: Step) -> None:
+    assert isinstance(step, (CarryIn, Stage, CarryOut, BranchOut))
+    inst = step.cond if isinstance(step, BranchOut) else step.loop
+    where = f"{step.branch}." if isinstance(step, BranchOut) else ""
+    name = f"{type(step).__name__.lower()}.{inst.name}.{where}{step.element}"
+    _copy(entry, assignment.copy(step), name)
+
+
+def _loop_step(entry: _Entry, assignment: BufferAssignment, step: Step) -> None:
+    assert entry.flow is not None and isinstance(step, (LoopStart, LoopTest, LoopEnd))
+    if isinstance(step, LoopStart):
+        entry.flow.start_loop(step.loop)
+    elif isinstance(step, LoopTest):
+        predicate = assignment.buffer(step.loop.called[0].root)
+        entry.flow.test(step.loop, _load_scalar(entry, predicate, step.loop.called[0].root))
+    else:
+        entry.flow.end_loop(step.loop)
+
+
+def _branch_step(entry: _Entry, assignment: BufferAssignment, step: Step) -> None:
+    assert entry.flow is not None and isinstance(step, (BranchStart, BranchNext, BranchEnd))
+    if isinstance(step, BranchStart):
+        selector = step.cond.operands[0]
+        value = _load_scalar(entry, assignment.buffer(selector), selector)
+        entry.flow.start_branches(step.cond, value)
+    elif isinstance(step, BranchNext):
+        entry.flow.next_branch(step.cond, step.branch)
+    else:
+        entry.flow.end_branches(step.cond)
+
+
+_STEPS: dict[type, Callable[[_Entry, BufferAssignment, Step], None]] = {
+    Kernel: _kernel_step,
+    CarryIn: _copy_step,
+    Stage: _copy_step,
+    CarryOut: _copy_step,
+    BranchOut: _copy_step,
+    LoopStart: _loop_step,
+    LoopTest: _loop_step,
+    LoopEnd: _loop_step,
+    BranchStart: _branch_step,
+    BranchNext: _branch_step,
+    BranchEnd: _branch_step,
+}
+
+
+def _load_scalar(entry: _Entry, buffer: Buffer, value: Instruction) -> ir.Value:
+    """A loop's predicate or a conditional's selector, read where the program runs."""
+    return load_element(entry.builder, _pointer(entry, buffer), value.array_shape, [])
+
+
 def _copy_result(entry: _Entry, copy: ResultCopy) -> None:
-    source = _pointer(entry, copy.source)
-    target = _pointer(entry, Buffer(BufferKind.RESULT, copy.result))
-
-    def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
-        emit_store_loop(b, buffer_reader(ins[0], copy.shape), outs[0], copy.shape)
-
-    _call_function(entry, f"copy.result{copy.result}", [target], [source], body)
+    target = Buffer(BufferKind.RESULT, copy.result)
+    _copy(entry, Copy(copy.source, target, copy.shape), f"copy.result{copy.result}")
 
 
 def _copy_order(copies: list[ResultCopy], written_back: dict[int, int]) -> list[ResultCopy]:
@@ -148,23 +217,39 @@ def _copy_order(copies: list[ResultCopy], written_back: dict[int, int]) -> list[
     return plain + ordered
 
 
+def _copy(entry: _Entry, copy: Copy, name: str) -> None:
+    shape = copy.shape
+    if copy.source.same_bytes(copy.target):
+        return
+
+    def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
+        emit_store_loop(b, buffer_reader(ins[0], shape), outs[0], shape)
+
+    source, target = _pointer(entry, copy.source), _pointer(entry, copy.target)
+    aligned = [_is_aligned(copy.target), _is_aligned(copy.source)]
+    _call_function(entry, name, [target], [source], body, aligned=aligned)
+
+
 def _constants_read(assignment: BufferAssignment, vector: VectorInfo) -> set[int]:
-    """Indices of the constants some kernel or result copy reads from their global.
+    """Indices of the constants some kernel, copy, loop test or branch reads from their global.
 
     Weights that only GEMMs read, packed at compile time (``kernel_packed_operands``), are
     left out: their bytes would reach LLVM twice, as the constant and as the packed copy.
     """
-    read: set[int] = set()
-    for inst in assignment.kernels:
-        packed = kernel_packed_operands(inst, vector)
-        for k, op in enumerate(inst.operands):
-            buffer = assignment.buffer(op)
-            if buffer.kind is BufferKind.CONSTANT and k not in packed:
-                read.add(buffer.index)
-    for copy in assignment.copies:
-        if copy.source.kind is BufferKind.CONSTANT:
-            read.add(copy.source.index)
-    return read
+    read: list[Buffer] = []
+    for step in assignment.program:
+        if isinstance(step, Kernel):
+            packed = kernel_packed_operands(step.inst, vector)
+            ops = step.inst.operands
+            read += [assignment.buffer(op) for k, op in enumerate(ops) if k not in packed]
+        elif isinstance(step, (CarryIn, Stage, CarryOut, BranchOut)):
+            read.append(assignment.copy(step).source)
+        elif isinstance(step, LoopTest):
+            read.append(assignment.buffer(step.loop.called[0].root))
+        elif isinstance(step, BranchStart):
+            read.append(assignment.buffer(step.cond.operands[0]))
+    read += [copy.source for copy in assignment.copies]
+    return {b.index for b in read if b.kind is BufferKind.CONSTANT}
 
 
 def _constant_global(llvm_module: ir.Module, inst: Instruction) -> ir.GlobalVariable:
@@ -181,7 +266,10 @@ def _pointer(entry: _Entry, buffer: Buffer) -> ir.Value:
 
 
 def _materialize(entry: _Entry, buffer: Buffer) -> ir.Value:
-    b = entry.builder
+    # In the entry block, which dominates every block the program's loops and branches add.
+    block = entry.builder.function.entry_basic_block
+    b = ir.IRBuilder(block)
+    b.position_before(block.terminator)
     if buffer.kind is BufferKind.CONSTANT:
         return entry.constants[buffer.index]
     if buffer.kind is BufferKind.TEMP:
@@ -204,6 +292,12 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
     outputs = list(location) if isinstance(location, tuple) else [location]
     operand_buffers = [assignment.buffer(op) for op in inst.operands]
     emitter = kernel_emitter(inst)
+    first = outputs[0]
+    aliased = frozenset(
+        n
+        for n, buf in enumerate(operand_buffers)
+        if isinstance(first, Buffer) and buf.same_bytes(first)
+    )
     # the scratch pointer travels as one more input, after the operands
     scratch = assignment.scratch if kernel_scratch_bytes(inst, entry.vector) > 0 else None
     extra = [scratch] if scratch is not None else []
@@ -214,7 +308,7 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
             _operand_reader(op, ptr) for op, ptr in zip(inst.operands, operand_ptrs, strict=True)
         ]
         scratch_ptr = ins[len(inst.operands)] if extra else None
-        io = KernelIO(inst, outs, readers, list(operand_ptrs), scratch_ptr, entry.vector)
+        io = KernelIO(inst, outs, readers, list(operand_ptrs), scratch_ptr, entry.vector, aliased)
         emitter(b, io)
 
     out_ptrs = [_pointer(entry, buf) for buf in outputs]  # type: ignore[arg-type]

@@ -48,6 +48,7 @@ class Category(Enum):
     REDUCTION = "reduction"  # folds with a called computation
     STRUCTURE = "structure"  # tuples and fusions
     CONTROL = "control flow"  # calls, loops and conditionals: run called computations
+    UPDATE = "update"  # writes part of its operand: not elemental (computed in place)
 
 
 class ElementTypes(Enum):
@@ -191,7 +192,7 @@ class Opcode(Enum):
     # operand, then one scalar start index per dimension (clamped to keep the slice inside)
     DYNAMIC_SLICE = "dynamic-slice", OpcodeInfo(_MOVE, 1, variadic=True, attrs=DynamicSliceAttrs)
     # operand, update, then one scalar start index per dimension (clamped likewise)
-    DYNAMIC_UPDATE_SLICE = "dynamic-update-slice", OpcodeInfo(_MOVE, 2, variadic=True)
+    DYNAMIC_UPDATE_SLICE = "dynamic-update-slice", OpcodeInfo(Category.UPDATE, 2, variadic=True)
     GATHER = "gather", OpcodeInfo(_MOVE, 2, attrs=GatherAttrs)
     PAD = "pad", OpcodeInfo(_MOVE, 2, attrs=PadAttrs)
     RESHAPE = "reshape", OpcodeInfo(_MOVE, 1)

@@ -14,6 +14,7 @@ from aotc.codegen.kernels.conv import (
     emit_convolution_kernel,
 )
 from aotc.codegen.kernels.dot import dot_packed_operands, dot_scratch_bytes, emit_dot_kernel
+from aotc.codegen.kernels.dynamic_update_slice import emit_dynamic_update_slice_kernel
 from aotc.codegen.kernels.elemental import emit_elemental_kernel
 from aotc.codegen.kernels.fusion import (
     emit_fusion_kernel,
@@ -37,6 +38,7 @@ KERNELS: dict[Opcode, KernelEmitter] = {
     Opcode.FUSION: emit_fusion_kernel,
     Opcode.CONVOLUTION: emit_convolution_kernel,
     Opcode.REDUCE_WINDOW: emit_reduce_window_kernel,
+    Opcode.DYNAMIC_UPDATE_SLICE: emit_dynamic_update_slice_kernel,
 }
 
 SCRATCH: dict[Opcode, ScratchSize] = {

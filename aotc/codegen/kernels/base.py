@@ -44,6 +44,7 @@ class KernelIO:
     pointers: list[ir.Value | None] = field(default_factory=list)
     scratch: ir.Value | None = None
     vector: VectorInfo = GENERIC
+    aliased: frozenset[int] = frozenset()  # operands whose buffer is the output's (in place)
 
     def pointer(self, number: int) -> ir.Value | None:
         """Operand ``number``'s buffer pointer, if it has one."""

@@ -334,6 +334,44 @@ def _gather_starts(
     return starts
 
 
+@_makes(Opcode.DYNAMIC_SLICE)
+def _dynamic_slice(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    """Read the operand at the clamped start plus the output index (loop-invariant starts,
+    which LLVM hoists out of the loops)."""
+    source, *indices = operands
+    starts = dynamic_starts(inst, indices, inst.array_shape.dims)
+
+    def generate(b: ir.IRBuilder, index: Index) -> ir.Value:
+        return source(b, [add_nuw(b, i, s) for i, s in zip(index, starts(b), strict=True)])
+
+    return generate
+
+
+def dynamic_starts(
+    inst: Instruction, indices: Sequence[ElementGenerator], sizes: Sequence[int]
+) -> Callable[[ir.IRBuilder], list[ir.Value]]:
+    """The start indices of a dynamic slice or update of ``sizes`` into ``inst``'s first
+    operand, clamped as XLA clamps them so the slice lies inside (an unsigned index, however
+    large, clamps to the end)."""
+    dims = inst.operands[0].array_shape.dims
+    dtype = inst.operands[-1].array_shape.dtype
+
+    def starts(b: ir.IRBuilder) -> list[ir.Value]:
+        values = [g(b, []) for g in indices]
+        wide = PrimitiveType.U64 if dtype.is_unsigned_int else PrimitiveType.S64
+        as_i64 = [convert(b, v, dtype, wide) for v in values]
+        limits = [n - size for n, size in zip(dims, sizes, strict=True)]
+        if dtype.is_unsigned_int:
+            return [_clamp_unsigned(b, v, high) for v, high in zip(as_i64, limits, strict=True)]
+        return [_clamp_index(b, v, high) for v, high in zip(as_i64, limits, strict=True)]
+
+    return starts
+
+
+def _clamp_unsigned(b: ir.IRBuilder, value: ir.Value, high: int) -> ir.Value:
+    return b.select(b.icmp_unsigned(">", value, i64(high)), i64(high), value)
+
+
 def _clamp_index(b: ir.IRBuilder, value: ir.Value, high: int) -> ir.Value:
     """``min(max(value, 0), high)`` on signed i64."""
     low = b.select(b.icmp_signed("<", value, i64(0)), i64(0), value)
