@@ -2,20 +2,20 @@
 
 HLO text runs through both entry points against the reference evaluator (``run_and_compare``,
 straight to codegen: each case exercises buffer assignment's carry and branch handling
-itself); the JAX fixtures run through the CLI's pipeline against JAX's own results, as C and
-in-process. The object holds one loop, whatever the trip count.
+itself); the JAX fixtures run through the CLI's pipeline against JAX's own results, in-process
+and under sanitizers (``test_control_flow_fixtures`` runs them in C through both entry points).
+The object holds one loop, whatever the trip count.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 from c_harness import SANITIZE_CFLAGS, run_compiled
 from codegen_testing import compile_entry, run_and_compare
-from fixtures import assert_close
+from fixtures import assert_close, load_hlo_fixture
 
 import aotc
 from aotc.codegen.buffers import BufferKind, assign_buffers
@@ -27,7 +27,6 @@ from aotc.hlo.text import parse_module
 from aotc.hlo.verify import verify_module
 from aotc.passes import default_pipeline
 
-HLO = Path(__file__).parent / "data" / "hlo"
 F32 = np.float32
 
 COUNT = """
@@ -402,7 +401,7 @@ def test_object_size_does_not_depend_on_the_trip_count() -> None:
     assert sizes[2] == sizes[2000]
 
 
-# ---- JAX fixtures: the CLI's pipeline, C through both entry points, and the JIT ----------------
+# ---- JAX fixtures: under sanitizers, and in-process (test_control_flow_fixtures runs them in C)
 
 JAX_FIXTURES = [
     "jax_fori_loop",
@@ -415,35 +414,18 @@ JAX_FIXTURES = [
 ]
 
 
-def _fixture(name: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    data = np.load(HLO / f"{name}.npz")
-    count = sum(1 for k in data.files if k.startswith("arg"))
-    results = sum(1 for k in data.files if k.startswith("result"))
-    return [data[f"arg{i}"] for i in range(count)], [data[f"result{i}"] for i in range(results)]
-
-
-@pytest.mark.parametrize("name", JAX_FIXTURES)
-def test_jax_fixture_runs_in_c_through_both_entry_points(name: str) -> None:
-    args, expected = _fixture(name)
-    model = compile_graph(HLO / f"{name}.hlo")
-    typed, buffers = run_compiled(model, args)
-    for k, want in enumerate(expected):
-        assert_close(typed[k], want, rtol=1e-5, what=f"{name} result {k} (typed)")
-        assert_close(buffers[k], want, rtol=1e-5, what=f"{name} result {k} (buffers)")
-
-
 @pytest.mark.parametrize("name", ["jax_scan_rnn", "jax_cond"])
 def test_jax_fixture_under_sanitizers(name: str) -> None:
-    args, expected = _fixture(name)
-    typed, _ = run_compiled(compile_graph(HLO / f"{name}.hlo"), args, SANITIZE_CFLAGS)
+    path, args, expected = load_hlo_fixture(name)
+    typed, _ = run_compiled(compile_graph(path), args, SANITIZE_CFLAGS)
     for k, want in enumerate(expected):
         assert_close(typed[k], want, rtol=1e-5, what=f"{name} result {k}")
 
 
 @pytest.mark.parametrize("name", JAX_FIXTURES)
 def test_jax_fixture_runs_in_process(name: str) -> None:
-    args, expected = _fixture(name)
-    out = aotc.compile(HLO / f"{name}.hlo")(*args)
+    path, args, expected = load_hlo_fixture(name)
+    out = aotc.compile(path)(*args)
     outs = out if isinstance(out, list) else [out]
     for k, want in enumerate(expected):
         assert_close(outs[k], want, rtol=1e-5, what=f"{name} result {k}")
@@ -454,7 +436,7 @@ def test_scan_state_and_outputs_are_written_in_place() -> None:
     one row of the outputs (no copy of the whole array per step)."""
     from aotc.frontend.hlo_input import load_hlo
 
-    module = load_hlo(HLO / "jax_scan_rnn.hlo").module
+    module = load_hlo(load_hlo_fixture("jax_scan_rnn")[0]).module
     default_pipeline().run(module)
     assignment = assign_buffers(module.entry)
     loop = next(i for i in module.entry.instructions if i.opcode.value == "while")

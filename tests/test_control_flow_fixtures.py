@@ -30,23 +30,9 @@ from aotc.hlo.evaluate import evaluate
 
 V1_LOOP = "issue 11: v1 while frames (Enter/Exit/Merge/Switch/NextIteration/LoopCond)"
 KERAS_LOOP = f"{V1_LOOP} and TensorList ops"
-CODEGEN = "issue 11: codegen of HLO"
-TUPLE_CRASH = "(today an internal error: 'has a tuple location')"
-# Codegen does not refuse a while or conditional cleanly yet: buffer assignment asserts on its
-# tuple value (an internal error). These xfails accept the AssertionError until it compiles.
-CRASHES = frozenset(
-    {
-        "jax_fori_loop",
-        "jax_while_loop",
-        "jax_scan_rnn",
-        "while_norm_functional",
-        "while_nested_functional",
-        "cond_v2",
-        "switch_case_functional",
-    }
-)
-# TF2 functional control flow the front end translates: the evaluator checks the HLO against
-# TF's numbers until codegen compiles it (test_functional_control_flow_evaluates).
+CRASHES: frozenset[str] = frozenset()  # pending fixtures that fail with another exception
+# TF2 functional control flow the front end translates: the evaluator also checks the HLO,
+# before and after the optimizer, against TF's numbers (test_functional_control_flow_evaluates).
 FUNCTIONAL = [
     "while_norm_functional",
     "while_nested_functional",
@@ -66,19 +52,9 @@ PENDING = {
     "keras_lstm_seq_functional": "issue 11: While with TensorList ops in its body",
     "while_norm_lowered": V1_LOOP,
     "while_nested_lowered": f"{V1_LOOP}, nested frames",
-    "while_norm_functional": f"{CODEGEN} while {TUPLE_CRASH}",
-    "while_nested_functional": f"{CODEGEN} while, nested {TUPLE_CRASH}",
-    "cond_v2": f"{CODEGEN} conditional {TUPLE_CRASH}",
     "cond_v1": "issue 11: TF1 Switch/Merge conditionals",
     "switch_case": "issue 11: _SwitchN/Merge (a lowered Case)",
-    "switch_case_functional": f"{CODEGEN} conditional with branch_computations {TUPLE_CRASH}",
     "dynamic_rnn_v1": f"{V1_LOOP} and TensorArrayV3 ops",
-    "jax_fori_loop": f"{CODEGEN} while {TUPLE_CRASH}",
-    "jax_while_loop": f"{CODEGEN} while {TUPLE_CRASH}",
-    "jax_scan_rnn": f"{CODEGEN} while {TUPLE_CRASH}",
-    "jax_cond": f"{CODEGEN} conditional",
-    "jax_switch": f"{CODEGEN} conditional with branch_computations",
-    "jax_dynamic_slice": f"{CODEGEN} dynamic-slice and dynamic-update-slice",
 }
 
 JAX = [
