@@ -14,11 +14,12 @@ import re
 import numpy as np
 import pytest
 from c_harness import SANITIZE_CFLAGS, run_compiled
-from codegen_testing import compile_entry, run_and_compare
+from codegen_testing import compile_entry, entry_signature, run_and_compare
 from fixtures import assert_close, load_hlo_fixture
 
 import aotc
 from aotc.codegen.buffers import BufferKind, assign_buffers
+from aotc.codegen.compile import compile_module_assigned
 from aotc.codegen.program import CarryIn, CarryOut, Stage
 from aotc.driver import compile_graph
 from aotc.errors import CodegenError
@@ -26,6 +27,7 @@ from aotc.hlo.ir import Module
 from aotc.hlo.text import parse_module
 from aotc.hlo.verify import verify_module
 from aotc.passes import default_pipeline
+from aotc.report import CompileReport, build_report
 
 F32 = np.float32
 
@@ -417,7 +419,7 @@ JAX_FIXTURES = [
 @pytest.mark.parametrize("name", ["jax_scan_rnn", "jax_cond"])
 def test_jax_fixture_under_sanitizers(name: str) -> None:
     path, args, expected = load_hlo_fixture(name)
-    typed, _ = run_compiled(compile_graph(path), args, SANITIZE_CFLAGS)
+    typed, _ = run_compiled(compile_graph(path).model, args, SANITIZE_CFLAGS)
     for k, want in enumerate(expected):
         assert_close(typed[k], want, rtol=1e-5, what=f"{name} result {k}")
 
@@ -462,11 +464,10 @@ def test_loop_body_kernels_are_fused_and_vectorized() -> None:
     module = _optimized(wide)
     args = _args((4, 64), (64,))
     ir_text = run_and_compare(module, args)
-    model = compile_entry(module)
-    assert model.report is not None
-    (loop,) = model.report.loops
+    report = _report(module)
+    (loop,) = report.loops
     assert loop.trip_count == 7 and loop.computation == "main"
-    body = [k for k in model.report.kernels if k.name in loop.body_kernels]
+    body = [k for k in report.kernels if k.name in loop.body_kernels]
     (state,) = [k for k in body if "tanh" in k.fused_ops]  # and one for the counter
     assert {"multiply", "add", "tanh"} <= set(state.fused_ops) and state.in_place
     found = re.search(rf'define [^\n]*@"?kernel\.{re.escape(state.name)}"?\(', ir_text)
@@ -476,8 +477,12 @@ def test_loop_body_kernels_are_fused_and_vectorized() -> None:
 
 
 def test_report_summary_shows_loops() -> None:
-    model = compile_entry(_optimized(WHILE_SMALL))
-    assert model.report is not None
-    (loop,) = model.report.loops
+    report = _report(_optimized(WHILE_SMALL))
+    (loop,) = report.loops
     assert loop.trip_count is None and loop.body_kernels and loop.condition_kernels
-    assert f"loop {loop.name} in main: trip count unknown" in model.report.summary()
+    assert f"loop {loop.name} in main: trip count unknown" in report.summary()
+
+
+def _report(module: Module) -> CompileReport:
+    _, assignment = compile_module_assigned(module, "model", *entry_signature(module))
+    return build_report(assignment)
