@@ -6,6 +6,7 @@ signature order; the entry root is a tuple of the fetches in signature order.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Generator, Sequence
 from typing import cast
@@ -279,7 +280,7 @@ def _check_arity(translator: Callable[..., object], node: Node, count: int) -> N
     # A malformed graph can give a node any number of inputs; a translator call with the
     # wrong count would be a TypeError (a crash) instead of an error naming the node.
     try:
-        inspect.signature(translator).bind(None, node, *range(count))
+        _signature(translator).bind(None, node, *range(count))
     except TypeError:
         raise GraphError(
             f"{node.label}: {count} data input(s) is not a valid input count for {node.op}"
@@ -296,6 +297,11 @@ def _input(
     """The value ``ref`` has where it is read: a variable's current value, else its own."""
     current = ctx.variables.value_of(ref) if ctx.variables is not None else None
     return current if current is not None else _value_of(values, graph, ref, what)
+
+
+@functools.cache  # one per translator, not per node
+def _signature(translator: Callable[..., object]) -> inspect.Signature:
+    return inspect.signature(translator)
 
 
 def _value_of(

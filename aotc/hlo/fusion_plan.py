@@ -45,6 +45,7 @@ from aotc.hlo.ir import (
     Module,
     Opcode,
     parameter_number,
+    post_order_within,
 )
 from aotc.hlo.opcodes import CONTRACTIONS, DATA_MOVEMENT, ELEMENTWISE, EXPENSIVE
 
@@ -79,8 +80,8 @@ class _Group:
     def __init__(self, members: Collection[Instruction], root: Instruction):
         self.root = root
         self.ids = {id(m) for m in members}
-        self.order = _post_order(members, root)
-        self.users: dict[int, list[Instruction]] = {id(m): [] for m in self.order}
+        self.order = post_order_within(root, members)
+        self.users: dict[int, list[Instruction]] = {id(m): [] for m in members}
         for m in self.order:
             for op in dict.fromkeys(m.operands):
                 if id(op) in self.ids:
@@ -88,12 +89,6 @@ class _Group:
 
     def has(self, inst: Instruction) -> bool:
         return id(inst) in self.ids
-
-
-def _post_order(members: Collection[Instruction], root: Instruction) -> list[Instruction]:
-    ids = {id(m) for m in members}
-    sub = Computation("group", members, root)
-    return [i for i in sub.post_order() if id(i) in ids]
 
 
 def plan_computation(comp: Computation) -> FusionPlan | None:
@@ -165,6 +160,27 @@ def plan_group(members: Collection[Instruction], root: Instruction) -> FusionPla
             return None
         plan = plan_or_none
     return plan if _expensive_ok(group, plan) else None
+
+
+def keeps_plan(
+    plan: FusionPlan, producer: Instruction, reads_members: bool, expensive_members: bool
+) -> bool:
+    """Whether ``plan_group`` would give a loop ``plan`` back unchanged with ``producer`` added.
+
+    True for a cheap elemental producer (no reduce, nothing expensive) of a loop plan (no dot,
+    no cached rows) when it reads no member, so no member's loops or recomputation change, or
+    when no member but the root is expensive, so no recomputation can matter. The fusion pass
+    asks this first, so growing a group along a chain costs O(1) per member.
+    """
+    return (
+        plan.dot is None
+        and not plan.cached
+        and not producer.is_tuple
+        and producer.opcode in ELEMENTAL
+        and producer.opcode not in EXPENSIVE
+        and _elemental_or_reduce(producer)
+        and not (reads_members and expensive_members)
+    )
 
 
 def _elemental_or_reduce(inst: Instruction) -> bool:

@@ -7,7 +7,7 @@ when opcode, shape, operands, attributes and literal agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -80,6 +80,7 @@ __all__ = [
     "Window",
     "WindowDim",
     "parameter_number",
+    "post_order_within",
 ]
 
 _A = TypeVar("_A", bound=Attributes)
@@ -159,7 +160,24 @@ class Computation:
         return iter(self.instructions)
 
 
-def _visit_post_order(start: Instruction, seen: set[int], order: list[Instruction]) -> None:
+def post_order_within(root: Instruction, members: Collection[Instruction]) -> list[Instruction]:
+    """The ``members`` reachable from ``root`` through members, operands before users.
+
+    The walk never leaves the members, so it costs their size, not the size of the graph
+    below them (the fusion pass orders each candidate group with it).
+    """
+    ids = {id(m) for m in members}
+    order: list[Instruction] = []
+    _visit_post_order(root, set(), order, ids)
+    return order
+
+
+def _visit_post_order(
+    start: Instruction,
+    seen: set[int],
+    order: list[Instruction],
+    within: set[int] | None = None,
+) -> None:
     # Iterative DFS: real graphs are deeper than Python's recursion limit.
     stack: list[tuple[Instruction, int]] = [(start, 0)]
     while stack:
@@ -169,7 +187,7 @@ def _visit_post_order(start: Instruction, seen: set[int], order: list[Instructio
         if next_operand < len(inst.operands):
             stack.append((inst, next_operand + 1))
             operand = inst.operands[next_operand]
-            if id(operand) not in seen:
+            if id(operand) not in seen and (within is None or id(operand) in within):
                 stack.append((operand, 0))
             continue
         seen.add(id(inst))

@@ -18,22 +18,22 @@ the group's outside operands, in order of first use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from aotc.hlo.builder import NameUniquer
-from aotc.hlo.fusion_plan import ELEMENTAL, FusionPlan, outlined, plan_group
+from aotc.hlo.fusion_plan import ELEMENTAL, FusionPlan, keeps_plan, outlined, plan_group
 from aotc.hlo.ir import (
     Computation,
     FusionAttrs,
-    FusionKind,
     Instruction,
     Module,
     Opcode,
     ParameterAttrs,
+    post_order_within,
 )
 from aotc.hlo.memory import ALIASING
-from aotc.hlo.opcodes import CONTRACTIONS
+from aotc.hlo.opcodes import CONTRACTIONS, EXPENSIVE
 from aotc.passes.rewrite import module_names
 
 #: Producers worth duplicating into several groups: they compute nothing.
@@ -42,15 +42,42 @@ CHEAP = frozenset({Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.IOTA
 
 @dataclass
 class FusionGroup:
-    """A proposed fusion: its root, its members (root included) and how to emit it."""
+    """A proposed fusion: its root, its members (root included) and how to emit it.
+
+    ``absorbed`` holds the members nothing outside the group uses, directly or through a
+    duplicated member. Adding a member only ever absorbs more, so it is kept up to date as
+    the group grows instead of being recomputed for every candidate.
+    """
 
     root: Instruction
     members: list[Instruction]
     plan: FusionPlan
-    absorbed: set[int] = field(default_factory=set)  # members no one outside uses
+    users: dict[int, list[Instruction]] = field(repr=False)  # of the whole computation
+    absorbed: set[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._ids = {id(m) for m in self.members}
+        self.expensive = sum(m.opcode in EXPENSIVE for m in self.members[1:])  # root not
+        self.absorbed = {id(self.root)}
+        self._absorb(self.members)
 
     def ids(self) -> set[int]:
-        return {id(m) for m in self.members}
+        return self._ids
+
+    def add(self, extra: Sequence[Instruction]) -> None:
+        self.members.extend(extra)
+        self._ids.update(id(m) for m in extra)
+        self.expensive += sum(m.opcode in EXPENSIVE for m in extra)
+        self._absorb(extra)
+
+    def _absorb(self, candidates: Iterable[Instruction]) -> None:
+        pending = list(candidates)
+        while pending:
+            m = pending.pop()
+            if id(m) in self.absorbed or not all(id(u) in self.absorbed for u in self.users[id(m)]):
+                continue
+            self.absorbed.add(id(m))
+            pending.extend(op for op in m.operands if id(op) in self._ids)  # may follow now
 
 
 @dataclass(frozen=True)
@@ -79,10 +106,12 @@ def find_groups(comp: Computation, max_members: int = 128) -> list[FusionGroup]:
     for inst in reversed(comp.post_order()):
         if id(inst) in group_of or not _starts_group(inst) or _dead(inst, users, group_of):
             continue
-        group = _grow(inst, users, group_of, max_members)
+        plan = plan_group([inst], inst)
+        if plan is None:
+            continue  # no group with this root is compilable (e.g. a variadic reduce)
+        group = _grow(FusionGroup(inst, [inst], plan, users), group_of, max_members)
         if len(group.members) > 1:
             groups.append(group)
-            group.absorbed = _absorbed(group, users)
             for m in group.members:
                 if id(m) in group.absorbed:
                     group_of[id(m)] = group
@@ -106,84 +135,85 @@ def _dead(
     )
 
 
-def _grow(
-    root: Instruction,
-    users: dict[int, list[Instruction]],
-    group_of: dict[int, FusionGroup],
-    max_members: int,
-) -> FusionGroup:
-    group = FusionGroup(root, [root], FusionPlan(FusionKind.LOOP))
-    changed = True
-    while changed and len(group.members) < max_members:
-        changed = False
-        for member in list(group.members):
+def _grow(group: FusionGroup, group_of: dict[int, FusionGroup], max_members: int) -> FusionGroup:
+    # Rounds over the members, as XLA's fusion does; only members with a producer that may
+    # still join are visited, so a long chain costs its length, not its length squared.
+    pending = list(group.members)
+    while pending and len(group.members) < max_members:
+        count = len(group.members)
+        for member in pending:
             for producer in dict.fromkeys(member.operands):
-                if _try_add(group, producer, users, group_of):
-                    changed = True
+                _try_add(group, producer, group_of)
+        if len(group.members) == count:
+            break
+        candidates = [*pending, *group.members[count:]]
+        pending = [m for m in candidates if _may_grow_from(group, m, group_of)]
     return group
 
 
-def _try_add(
-    group: FusionGroup,
-    producer: Instruction,
-    users: dict[int, list[Instruction]],
-    group_of: dict[int, FusionGroup],
+def _may_grow_from(
+    group: FusionGroup, member: Instruction, group_of: dict[int, FusionGroup]
 ) -> bool:
+    """Whether a producer of ``member`` is outside every group and could ever join."""
+    ids = group.ids()
+    return any(
+        id(op) not in ids and id(op) not in group_of and _may_join(op) for op in member.operands
+    )
+
+
+def _try_add(group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]) -> bool:
     """Add ``producer``, or if that alone is not compilable, it with all it can pull in.
 
     The second try matters for row groups: ``rsqrt`` under a broadcast is only acceptable
     once the reduce below it joins too, which makes the broadcast a row boundary.
     """
-    if not _joinable(group, producer, users, group_of):
+    if not _joinable(group, producer, group_of):
         return False
-    for extra in ([producer], _closure(group, producer, users, group_of)):
-        plan = plan_group([*group.members, *extra], group.root)
+    for extra in _extras(group, producer, group_of):
+        plan = _plan_with(group, extra)
         if plan is not None:
-            group.members.extend(extra)
+            group.add(extra)
             group.plan = plan
             return True
     return False
 
 
-def _joinable(
-    group: FusionGroup,
-    producer: Instruction,
-    users: dict[int, list[Instruction]],
-    group_of: dict[int, FusionGroup],
-) -> bool:
+def _extras(
+    group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]
+) -> Iterator[list[Instruction]]:
+    yield [producer]
+    yield _closure(group, producer, group_of)  # only when the producer alone failed
+
+
+def _plan_with(group: FusionGroup, extra: list[Instruction]) -> FusionPlan | None:
+    if len(extra) == 1:
+        reads_members = any(id(op) in group.ids() for op in extra[0].operands)
+        if keeps_plan(group.plan, extra[0], reads_members, group.expensive > 0):
+            return group.plan  # what plan_group would say, without walking the whole group
+    return plan_group([*group.members, *extra], group.root)
+
+
+def _joinable(group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]) -> bool:
     if id(producer) in group.ids() or id(producer) in group_of or not _may_join(producer):
         return False
     if producer.opcode in CHEAP:
         return True
     # Users that are duplicates (kept outside too) would keep the original alive as well.
-    absorbed = _absorbed(group, users)
-    return all(id(u) in absorbed for u in users[id(producer)])
+    return all(id(u) in group.absorbed for u in group.users[id(producer)])
 
 
 def _closure(
-    group: FusionGroup,
-    producer: Instruction,
-    users: dict[int, list[Instruction]],
-    group_of: dict[int, FusionGroup],
+    group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]
 ) -> list[Instruction]:
     """``producer`` and every producer below it that could join along with it."""
-    trial = FusionGroup(group.root, [*group.members, producer], group.plan)
+    trial = FusionGroup(group.root, [*group.members, producer], group.plan, group.users)
     pending = [producer]
     while pending and len(trial.members) < 2 * len(group.members) + 64:
         for op in dict.fromkeys(pending.pop().operands):
-            if _joinable(trial, op, users, group_of):
-                trial.members.append(op)
+            if _joinable(trial, op, group_of):
+                trial.add([op])
                 pending.append(op)
     return trial.members[len(group.members) :]
-
-
-def _absorbed(group: FusionGroup, users: dict[int, list[Instruction]]) -> set[int]:
-    """Members nothing outside the group uses, directly or through a duplicated member."""
-    absorbed = {id(group.root)}
-    for m in reversed(_ordered(group)):
-        if m is not group.root and all(id(u) in absorbed for u in users[id(m)]):
-            absorbed.add(id(m))
-    return absorbed
 
 
 def _may_join(inst: Instruction) -> bool:
@@ -240,9 +270,7 @@ def _outline(module: Module, group: FusionGroup, names: NameUniquer) -> Instruct
 
 
 def _ordered(group: FusionGroup) -> list[Instruction]:
-    ids = group.ids()
-    sub = Computation("group", group.members, group.root)
-    return [i for i in sub.post_order() if id(i) in ids]
+    return post_order_within(group.root, group.members)
 
 
 def _param(operand: Instruction, params: dict[int, Instruction], names: NameUniquer) -> Instruction:

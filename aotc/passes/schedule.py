@@ -8,6 +8,7 @@ among the ready kernels, take the one that frees the most bytes net of what it a
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from aotc.hlo.ir import Computation, Instruction, Module
@@ -15,24 +16,43 @@ from aotc.hlo.memory import MemoryModel, peak_bytes
 
 
 def greedy_schedule(comp: Computation, model: MemoryModel) -> list[Instruction]:
-    """List scheduling: run the ready kernel that frees the most bytes net of its output."""
+    """List scheduling: run the ready kernel that frees the most bytes net of its output.
+
+    Ready kernels wait in a heap. A kernel's gain changes only when it becomes the last
+    reader of a buffer; it is pushed again then and its older entry skipped when popped, so
+    a wide graph costs O(n log n), not a scan of everything ready per step.
+    """
     dfs = comp.post_order()
     position = {id(i): n for n, i in enumerate(dfs)}
+    by_id = {id(i): i for i in dfs}
     users = Computation(comp.name, dfs, comp.root).users()  # reachable users only
     waiting = {id(i): len(set(map(id, i.operands))) for i in dfs}
     readers = _readers(model)
+    heap: list[tuple[int, int, int]] = []  # (-gain, position, id): the best first
+
+    def push(key: int) -> None:
+        heapq.heappush(heap, (-_gain(by_id[key], model, readers), position[key], key))
+
+    for i in dfs:
+        if waiting[id(i)] == 0:
+            push(id(i))
     order: list[Instruction] = []
-    ready = [i for i in dfs if waiting[id(i)] == 0]
-    while ready:
-        best = max(ready, key=lambda i: (_gain(i, model, readers), -position[id(i)]))
-        ready.remove(best)
+    while heap:
+        neg_gain, _, key = heapq.heappop(heap)
+        best = by_id[key]
+        if waiting[key] < 0 or -neg_gain != _gain(best, model, readers):
+            continue  # scheduled already, or a stale entry: a newer one holds its gain
+        waiting[key] = -1
         order.append(best)
-        for o in model.reads.get(id(best), ()):
-            readers[o].discard(id(best))
-        for user in dict.fromkeys(users[id(best)]):
+        for o in model.reads.get(key, ()):
+            readers[o].discard(key)
+            last = next(iter(readers[o])) if len(readers[o]) == 1 else None
+            if last is not None and waiting.get(last) == 0:
+                push(last)
+        for user in dict.fromkeys(users[key]):
             waiting[id(user)] -= 1
             if waiting[id(user)] == 0:
-                ready.append(user)
+                push(id(user))
     return order
 
 

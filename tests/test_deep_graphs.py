@@ -1,0 +1,178 @@
+"""Deep and colliding inputs: nothing recurses in proportion to the graph, and compile work
+grows linearly with it (a 50,000-node chain, a 5,000-way name collision, through everything)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aotc
+from aotc.hlo import ir
+from aotc.hlo.evaluate import evaluate
+from aotc.hlo.text import parse_module, print_module
+from aotc.hlo.verify import verify_module
+from aotc.passes import PipelineOptions, default_pipeline, schedule
+from aotc.passes.fusion import Fusion
+from aotc.proto import aotc_tf_pb2 as pb
+
+CHAIN = 50_000
+COLLISIONS = 5_000
+X = np.array([1.0, -2.0, 3.5, -4.5], np.float32)
+# The chain repeats relu, negate, abs, add 0.5: each round turns v >= 0 into v + 0.5.
+EXPECTED = np.maximum(X, 0) + np.float32(0.5 * (CHAIN // 4))
+TF_CHAIN = ("Relu", "Neg", "Abs", "AddV2")
+HLO_CHAIN = ("maximum({prev}, zeros)", "negate({prev})", "abs({prev})", "add({prev}, halves)")
+
+
+def _float_attr(node: pb.NodeDef, value: float | None = None, dims: tuple[int, ...] = ()) -> None:
+    node.attr["dtype" if value is not None else "T"].type = pb.DT_FLOAT
+    if value is not None:
+        tensor = node.attr["value"].tensor
+        tensor.dtype = pb.DT_FLOAT
+        tensor.float_val.append(value)
+        for d in dims:
+            tensor.tensor_shape.dim.add(size=d)
+
+
+def _chain_graph_def() -> pb.GraphDef:
+    g = pb.GraphDef()
+    x = g.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.DT_FLOAT
+    x.attr["shape"].shape.dim.add(size=4)
+    _float_attr(g.node.add(name="half", op="Const"), 0.5)
+    prev = "x"
+    for i in range(CHAIN):
+        op = TF_CHAIN[i % 4]
+        inputs = [prev, "half"] if op == "AddV2" else [prev]
+        _float_attr(g.node.add(name=f"n{i}", op=op, input=inputs))
+        prev = f"n{i}"
+    return g
+
+
+def _chain_hlo(length: int = CHAIN) -> str:
+    lines = [
+        "HloModule chain",
+        "ENTRY main {",
+        "  x = f32[4] parameter(0)",
+        "  zero = f32[] constant(0)",
+        "  zeros = f32[4] broadcast(zero), dimensions={}",
+        "  half = f32[] constant(0.5)",
+        "  halves = f32[4] broadcast(half), dimensions={}",
+    ]
+    prev = "x"
+    for i in range(length):
+        lines.append(f"  n{i} = f32[4] {HLO_CHAIN[i % 4].format(prev=prev)}")
+        prev = f"n{i}"
+    lines += [f"  ROOT out = (f32[4]) tuple({prev})", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_graphdef_chain_of_50000_nodes_compiles_and_runs(tmp_path: Path) -> None:
+    path = tmp_path / "chain.pb"
+    path.write_bytes(_chain_graph_def().SerializeToString())
+    fn = aotc.compile(path, cache=False)
+    np.testing.assert_array_equal(fn(X), EXPECTED)
+
+
+def test_hlo_chain_of_50000_instructions_round_trips_and_compiles(tmp_path: Path) -> None:
+    text = _chain_hlo()
+    module = parse_module(text)
+    verify_module(module)
+    assert print_module(parse_module(print_module(module))) == print_module(module)
+    path = tmp_path / "chain.hlo"
+    path.write_text(text)
+    fn = aotc.compile(path, cache=False)
+    np.testing.assert_array_equal(fn(X), EXPECTED)
+
+
+def test_5000_way_name_collision_compiles(tmp_path: Path) -> None:
+    """Feeds literally named like XLA's uniqued names (``add.1`` ...) collide with every
+    ``add`` the translation and the passes create."""
+    g = pb.GraphDef()
+    for i in range(1, COLLISIONS + 1):
+        feed = g.node.add(name=f"add.{i}", op="Placeholder")
+        feed.attr["dtype"].type = pb.DT_FLOAT
+        feed.attr["shape"].shape.dim.add(size=2)
+    total = "add.1"
+    for i in range(2, COLLISIONS + 1):
+        _float_attr(g.node.add(name=f"sum.{i}", op="AddV2", input=[total, f"add.{i}"]))
+        total = f"sum.{i}"
+    path = tmp_path / "collide.pb"
+    path.write_bytes(g.SerializeToString())
+    fn = aotc.compile(path, cache=False)
+    args = [np.array([i, -i], np.float32) for i in range(1, COLLISIONS + 1)]
+    expected = np.float32(COLLISIONS * (COLLISIONS + 1) // 2)
+    np.testing.assert_array_equal(fn(*args), [expected, -expected])
+
+
+def test_5000_way_collision_with_names_the_passes_create() -> None:
+    """Constant folding names its results ``constant``; 5,000 literal ``constant.N`` exist."""
+    lines = ["HloModule collide", "ENTRY main {", "  x = f32[] parameter(0)"]
+    prev = "x"
+    for i in range(1, COLLISIONS + 1, 2):
+        lines.append(f"  constant.{i} = f32[] constant({i})")
+        lines.append(f"  constant.{i + 1} = f32[] constant(3)")
+        lines.append(f"  folded.{i} = f32[] multiply(constant.{i}, constant.{i + 1})")
+        lines.append(f"  add.{i} = f32[] add({prev}, folded.{i})")
+        prev = f"add.{i}"
+    lines += [f"  ROOT out = (f32[]) tuple({prev})", "}"]
+    module = parse_module("\n".join(lines))
+    literal = {i.name for i in module.entry.instructions}
+    want = evaluate(module, [np.float32(1.5)])
+    default_pipeline(PipelineOptions()).run(module)
+    verify_module(module)
+    names = [i.name for c in module.computations for i in c.instructions]
+    assert len(set(names)) == len(names)
+    assert any(n.startswith("constant.") and n not in literal for n in names)
+    np.testing.assert_array_equal(evaluate(module, [np.float32(1.5)]), want)
+
+
+@pytest.mark.parametrize("length", [2_000, 8_000])
+def test_fusion_walks_each_instruction_a_constant_number_of_times(
+    length: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Work, not time: what post-order walks visit while fusing a chain is linear in it
+    (it was quadratic: each candidate producer walked the whole graph below the group)."""
+    module = parse_module(_chain_hlo(length))
+    visits = {"walks": 0, "instructions": 0}
+    original = ir._visit_post_order
+
+    def counting(
+        start: ir.Instruction,
+        seen: set[int],
+        order: list[ir.Instruction],
+        within: set[int] | None = None,
+    ) -> None:
+        before = len(order)
+        original(start, seen, order, within)
+        visits["walks"] += 1
+        visits["instructions"] += len(order) - before
+
+    monkeypatch.setattr(ir, "_visit_post_order", counting)
+    assert Fusion().run(module)
+    assert visits["instructions"] <= 3 * length
+    groups = sum(1 for i in module.entry.instructions if i.opcode is ir.Opcode.FUSION)
+    assert visits["walks"] <= 3 * groups + 4
+
+
+def test_list_schedule_work_is_linear_in_a_wide_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """5,000 kernels ready at once: each step must not rescan everything ready."""
+    lines = ["HloModule wide", "ENTRY main {", "  x = f32[8] parameter(0)"]
+    lines += [f"  n{i} = f32[8] add(x, x)" for i in range(COLLISIONS)]
+    lines += [f"  s{i} = f32[8] multiply(n{i}, n{i + 1})" for i in range(COLLISIONS - 1)]
+    names = ", ".join(f"s{i}" for i in range(COLLISIONS - 1))
+    lines += [f"  ROOT out = ({', '.join(['f32[8]'] * (COLLISIONS - 1))}) tuple({names})", "}"]
+    module = parse_module("\n".join(lines))
+    calls = [0]
+    original = schedule._gain
+
+    def counting(*args: object) -> int:
+        calls[0] += 1
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(schedule, "_gain", counting)
+    order = schedule.greedy_schedule(module.entry, schedule.MemoryModel.of(module.entry))
+    assert len(order) == len(module.entry.instructions)
+    assert calls[0] <= 6 * len(order)
