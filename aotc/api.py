@@ -138,6 +138,7 @@ def compile(  # noqa: A001 - aotc.compile mirrors the CLI's `aotc compile`
         signature,
         tuple(tags) if tags else None,
         {k: tuple(int(d) for d in v) for k, v in (shapes or {}).items()},
+        api=True,
     )
     policy = CachePolicy(enabled=cache, disk=cache_dir is not None, folder=cache_dir, memory=True)
     result, hit = compile_cached(model, config, options=options, policy=policy)

@@ -37,7 +37,7 @@ from aotc.driver import CompileResult, TargetOverrides, compile_graph
 from aotc.errors import OutputError
 from aotc.frontend.freeze import checkpoint_files
 from aotc.frontend.inputs import config_file, model_files
-from aotc.frontend.sources import SourceOptions
+from aotc.frontend.options import SourceOptions
 from aotc.passes import PipelineOptions
 
 FORMAT = b"AOTCCACHE2\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -32,8 +33,10 @@ from aotc.report import write_report
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-# Exit codes: 1 user error (AotcError), 2 usage error (click), 3 a bug in aotc, 130 Ctrl-C.
+# Exit codes: 1 user error (AotcError), 2 usage error (click), 3 a bug in aotc, 130 Ctrl-C,
+# 141 the reader of the output went away (128 + SIGPIPE, as a shell reports a killed writer).
 INTERNAL_ERROR_EXIT = 3
+BROKEN_PIPE_EXIT = 141
 
 
 def guarded(fn: Callable[[], T], show_traceback: bool = False) -> T:
@@ -41,7 +44,12 @@ def guarded(fn: Callable[[], T], show_traceback: bool = False) -> T:
     any other exception is a bug, reported as one line with exit code 3 (with the traceback
     only when ``--traceback`` was given)."""
     try:
-        return fn()
+        result = fn()
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return result
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(BROKEN_PIPE_EXIT)
     except AotcError as err:
         click.echo(f"aotc: error: {err}", err=True)
         sys.exit(err.exit_code)
@@ -55,6 +63,16 @@ def guarded(fn: Callable[[], T], show_traceback: bool = False) -> T:
             raise
         click.echo(_internal_error_line(err), err=True)
         sys.exit(INTERNAL_ERROR_EXIT)
+
+
+def _silence_stdout() -> None:
+    """``aotc ops | head``: the reader closed the pipe, which is no error. Point stdout at
+    /dev/null so that nothing else tries to write to the dead pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (tests)
+        pass
 
 
 def _internal_error_line(err: Exception) -> str:
@@ -138,19 +156,25 @@ def main(traceback: bool) -> None:
       aotc run mlp.pb -c mlp.yaml --input x=x.npy --reference
       aotc ops                                     # the TensorFlow ops aotc translates
 
-    Exit codes: 0 success, 1 error in the input, 2 usage error, 3 internal error (a bug).
+    Exit codes: 0 success, 1 error in the input, 2 usage error, 3 internal error (a bug),
+    141 the output pipe was closed (aotc ops | head).
     """
 
 
-def savedmodel_options(fn: F) -> F:
-    """``--signature``, ``--tag``, ``--shape``: how to read a SavedModel directory."""
-    fn = click.option(
+def shape_option(fn: F) -> F:
+    """``--shape``: static shapes for inputs whose graph shape has unknown dimensions."""
+    return click.option(
         "--shape",
         "shapes",
         multiple=True,
         metavar="NAME=D0,D1,...",
-        help="Static shape of a SavedModel input with unknown dimensions (repeatable).",
+        help="Static shape of an input (a GraphDef feed or a SavedModel signature input), "
+        "over the graph's and the config's (repeatable).",
     )(fn)
+
+
+def signature_options(fn: F) -> F:
+    """``--signature``, ``--tag``: which function of a SavedModel directory to read."""
     fn = click.option(
         "--tag",
         "tags",
@@ -167,7 +191,8 @@ def cache_options(fn: F) -> F:
     return click.option(
         "--cache-dir",
         metavar="DIR",
-        help="Compilation cache folder. Default: $AOTC_CACHE_DIR or ~/.cache/aotc.",
+        help="Compilation cache folder. Default: $AOTC_CACHE_DIR, else $XDG_CACHE_HOME/aotc, "
+        "else ~/.cache/aotc.",
     )(fn)
 
 
@@ -260,7 +285,8 @@ def output_options(fn: F) -> F:
         "--output",
         "output",
         metavar="PREFIX",
-        help="Output path prefix: writes PREFIX.o and PREFIX.h. Default: the graph's stem.",
+        help="Output path prefix: writes PREFIX.o and PREFIX.h; a folder (existing, or ending "
+        "in /) gets <graph stem>.o and .h inside it. Default: the graph's stem.",
     )(fn)
 
 
@@ -296,7 +322,8 @@ def many_options(fn: F) -> F:
 @click.option("--target-triple", help="LLVM target triple, e.g. aarch64-unknown-linux-gnu.")
 @click.option("--target-cpu", help="LLVM CPU name, e.g. generic, skylake-avx512, neoverse-n1.")
 @click.option("--target-features", help='LLVM feature string, e.g. "+avx2,+fma".')
-@savedmodel_options
+@signature_options
+@shape_option
 @click.option(
     "--checkpoint",
     metavar="PREFIX",
@@ -377,7 +404,7 @@ def compile_command(
         result, _ = compile_job(todo[0], settings)
     if not quiet:
         click.echo(f"wrote {todo[0].outputs.binary} and {todo[0].outputs.header}")
-    _compile_report(result, report_path, verbose and not quiet)
+    _compile_report(result, report_path, verbose, quiet)
 
 
 def one_graph_only(count: int, options: dict[str, object]) -> None:
@@ -415,13 +442,19 @@ def compile_many(
         sys.exit(max(codes))
 
 
-def _compile_report(result: CompileResult, path: str | None, verbose: bool) -> None:
-    """``--report`` and ``-v`` of ``aotc compile``."""
+def _compile_report(result: CompileResult, path: str | None, verbose: bool, quiet: bool) -> None:
+    """``--report`` and ``-v`` of ``aotc compile``; without ``-v``, the report's notes (what
+    was dropped or renamed) are one line each on stderr."""
     if path:
         write_report(result.report, path)
         click.echo(f"wrote {path}")
+    if quiet:
+        return
     if verbose:
         click.echo(result.report.summary())
+        return
+    for note in result.report.notes:
+        click.echo(f"aotc: note: {note}", err=True)
 
 
 @main.command()
@@ -456,33 +489,47 @@ def ops(fmt: str) -> None:
 
 
 @main.command("inspect")
-@click.argument("graph", type=click.Path(dir_okay=False))
+@click.argument("graph", type=click.Path())
+@signature_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON, for tools.")
 @click.option(
     "--emit-config",
     type=click.Path(dir_okay=False),
     metavar="FILE",
-    help="Write a starting config (Placeholders as feeds, candidate outputs as fetches): "
-    "YAML, or tfcompile's format for FILE.config.pbtxt (text) and FILE.config.pb (binary).",
+    help="Write a starting config (GraphDef: Placeholders as feeds, candidate outputs as "
+    "fetches; SavedModel: input shapes): YAML, or tfcompile's format for FILE.config.pbtxt "
+    "(text) and FILE.config.pb (binary).",
 )
 @click.option("--force", is_flag=True, help="Let --emit-config overwrite an existing file.")
 @verbose_option("List every node of each unsupported op (default: the first 5).")
 @quiet_option
 def inspect_command(
-    graph: str, as_json: bool, emit_config: str | None, force: bool, verbose: bool, quiet: bool
+    graph: str,
+    signature: str | None,
+    tags: tuple[str, ...],
+    as_json: bool,
+    emit_config: str | None,
+    force: bool,
+    verbose: bool,
+    quiet: bool,
 ) -> None:
-    """Summarize GRAPH: ops, Placeholders, candidate outputs, unsupported ops, constant bytes.
+    """Summarize GRAPH before compiling it.
+
+    A GraphDef: ops, Placeholders, candidate outputs, unsupported ops, constant bytes. A
+    SavedModel directory: tag sets, signatures with their inputs and outputs, and what the
+    compiled signature needs. HLO text: arguments, results, opcodes.
 
     \b
     Examples:
       aotc inspect model.pb
       aotc inspect model.pb --json | jq .placeholders
       aotc inspect model.pb --emit-config model.yaml && aotc compile model.pb -c model.yaml
+      aotc inspect saved_model/ --signature serving_default
     """
     from aotc.inspection import emit_config as write_config
-    from aotc.inspection import format_summary, inspect_graph
+    from aotc.inspection import inspect_input
 
-    summary = inspect_graph(graph)
+    summary = inspect_input(graph, SourceOptions(signature, tags or None))
     if emit_config:
         write_config(summary, emit_config, overwrite=force)
     if quiet:
@@ -490,19 +537,21 @@ def inspect_command(
     if as_json:
         click.echo(json.dumps(summary.to_json(), indent=2))
     else:
-        click.echo(format_summary(summary, max_names=None if verbose else 5))
+        click.echo(summary.format_text(max_names=None if verbose else 5))
     if emit_config and not as_json:
         click.echo(f"wrote {emit_config}")
 
 
 @main.command("run")
-@click.argument("graph", type=click.Path(dir_okay=False))
+@click.argument("graph", type=click.Path())
 @click.option(
     "-c",
     "--config",
     type=click.Path(dir_okay=False),
     help="Config: YAML or tfcompile (*.config.pbtxt, *.config.pb). Default: GRAPH's .yaml.",
 )
+@signature_options
+@shape_option
 @click.option(
     "-i",
     "--input",
@@ -514,10 +563,9 @@ def inspect_command(
 @click.option(
     "-d",
     "--output-dir",
-    default=".",
-    show_default=True,
     type=click.Path(file_okay=False),
-    help="Folder for the outputs, one <fetch name>.npy each (created if missing).",
+    help="Folder for the outputs, one <fetch name>.npy each (created if missing). "
+    "Default: <graph stem>_outputs.",
 )
 @click.option(
     "--reference",
@@ -529,25 +577,38 @@ def inspect_command(
 def run_command(
     graph: str,
     config: str | None,
+    signature: str | None,
+    tags: tuple[str, ...],
+    shapes: tuple[str, ...],
     inputs: tuple[str, ...],
-    output_dir: str,
+    output_dir: str | None,
     reference: bool,
     verbose: bool,
     quiet: bool,
 ) -> None:
     """Compile GRAPH for this machine in-process (JIT), run it on .npy inputs, save outputs.
 
+    GRAPH is anything `aotc compile` takes: a GraphDef, a SavedModel directory or HLO text.
+
     \b
     Examples:
       aotc run mlp.pb -c mlp.yaml --input x=x.npy
       aotc run mlp.pb --input x=x.npy --output-dir out --reference
+      aotc run saved_model/ --shape features=1,8 --input features=f.npy
     """
-    from aotc.runner import format_output, parse_input_options, run_graph, save_outputs
+    from aotc.runner import (
+        default_output_dir,
+        format_output,
+        parse_input_options,
+        run_graph,
+        save_outputs,
+    )
 
     files = parse_input_options(inputs)
+    options = source_options(signature, tags, shapes)
     with progress.display(enabled=not quiet):
-        result = run_graph(graph, config, files, reference=reference)
-        saved = save_outputs(result.outputs, output_dir)
+        result = run_graph(graph, config, files, options, reference=reference)
+        saved = save_outputs(result.outputs, output_dir or default_output_dir(graph))
     if verbose and not quiet:
         click.echo(
             "\n".join(f"input {spec.describe()} <- {files[spec.name]}" for spec in result.inputs)

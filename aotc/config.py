@@ -91,8 +91,8 @@ _TARGET_KEYS = ("triple", "cpu", "features")
 
 
 def load_config(path: str | Path) -> Config:
-    """Read and validate a YAML config file (``aotc.tf2xla_config.load_config_file`` also
-    takes tfcompile's configs)."""
+    """Read and validate a YAML config file (the front end's
+    ``tf2xla_config.load_config_file`` also takes tfcompile's configs)."""
     source = str(path)
     return parse_config(_load_yaml(_read_text(Path(path)), source), source)
 

@@ -1,28 +1,26 @@
-"""The compile pipeline as one library call: graph + config -> HLO -> object file and header."""
+"""The compile pipeline as one library call: graph + config -> HLO -> object file and header.
+
+``compile_graph`` strings the stages together (``load_source`` -> ``optimize`` ->
+``compile_module_assigned`` -> ``build_report``); ``aotc/outputs.py`` writes the files. The
+types the callers pass down (``SourceOptions``, ``TargetOverrides``, the pipeline options) come
+from here.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from aotc import progress
 from aotc.codegen.compile import CompiledModel, TargetSpec, TensorInfo, compile_module_assigned
 from aotc.config import Config
-from aotc.errors import AotcError, UsageError
-from aotc.frontend.freeze import freeze_checkpoint
-from aotc.frontend.graphdef import Graph, load_graph
-from aotc.frontend.limits import check_feed_sizes, check_module_sizes
-from aotc.frontend.signature import (
-    Signature,
-    resolve_signature,
-)
-from aotc.frontend.sources import SourceOptions, load_model_config, load_source
-from aotc.frontend.translate import translate_graph
+from aotc.errors import UsageError
+from aotc.frontend.options import SourceOptions as SourceOptions  # for the CLI and the API
+from aotc.frontend.signature import Signature
+from aotc.frontend.sources import load_source
 from aotc.hlo.ir import Module
-from aotc.hlo.verify import verify_module
 from aotc.passes import DumpOptions, PipelineOptions, PipelineReport, default_pipeline, pass_names
 from aotc.report import CompileReport, build_report
 
@@ -44,68 +42,6 @@ class CompileResult:
     report: CompileReport
 
 
-@dataclass
-class Frontend:
-    """What the front end produced: the graph, its resolved signature and the HLO module.
-
-    ``graph`` is None for HLO text input, which has no TensorFlow graph.
-    """
-
-    graph: Graph | None
-    config: Config
-    signature: Signature
-    module: Module
-    notes: list[str] = field(default_factory=list)  # for the report, e.g. dropped Asserts
-
-
-def load_frontend(
-    graph_path: str | Path,
-    config_path: str | Path | None = None,
-    options: SourceOptions | None = None,
-) -> Frontend:
-    """Load the graph and config, resolve feeds and fetches, and translate to verified HLO.
-
-    ``graph_path`` may also be a SavedModel directory or an HLO text file (``options`` picks
-    the SavedModel's signature, tags and input shapes).
-    """
-    with progress.stage("load"), errors_name_file(graph_path):
-        source = load_source(graph_path, config_path, options)
-    if source is not None:
-        with errors_name_file(graph_path):
-            _check_sizes(source.signature, source.module, str(graph_path))
-        return Frontend(source.graph, source.config, source.signature, source.module, source.notes)
-    with progress.stage("load"), errors_name_file(graph_path):
-        graph = load_graph(graph_path)
-        config = load_model_config(graph_path, config_path, options or SourceOptions())
-        signature = resolve_signature(graph, config, Path(graph_path))
-        if options is not None and options.checkpoint:
-            graph = freeze_checkpoint(graph, signature, options.checkpoint)
-        check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), graph.path)
-    notes: list[str] = []
-    with progress.stage("translate"), errors_name_file(graph_path):
-        module = translate_graph(graph, signature, notes)
-        check_module_sizes(module, graph.path)
-        verify_module(module)
-    return Frontend(graph, config, signature, module, notes)
-
-
-def _check_sizes(signature: Signature, module: Module, where: str) -> None:
-    """No feed and no intermediate over the size limit (the C ABI states sizes as size_t)."""
-    check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), where)
-    check_module_sizes(module, where)
-
-
-@contextmanager
-def errors_name_file(path: str | Path) -> Iterator[None]:
-    """Prefix ``path`` to errors that name only a node ("node 'x' (Relu): ...")."""
-    try:
-        yield
-    except AotcError as err:
-        if str(err).startswith("node '"):
-            raise type(err)(f"{path}: {err}") from None
-        raise
-
-
 def compile_graph(
     graph_path: str | Path,
     config_path: str | Path | None = None,
@@ -117,15 +53,15 @@ def compile_graph(
 
     ``passes`` sets how the optimization pipeline runs (dumps, disabled passes).
     """
-    front = load_frontend(graph_path, config_path, options)
-    pipeline = optimize(front.module, passes)
-    args, results = interface(front.signature, front.module)
+    source = load_source(graph_path, config_path, options)
+    pipeline = optimize(source.module, passes)
+    args, results = interface(source.signature, source.module)
     with progress.stage("codegen"):
-        spec = _target_spec(front.config, target)
+        spec = _target_spec(source.config, target)
         model, assignment = compile_module_assigned(
-            front.module, front.signature.name, args, results, spec
+            source.module, source.signature.name, args, results, spec, progress.detail
         )
-    return CompileResult(model, build_report(assignment, pipeline.timings, front.notes))
+    return CompileResult(model, build_report(assignment, pipeline.timings, source.notes))
 
 
 def pipeline_options(

@@ -7,6 +7,7 @@ under a temporary name first and renamed only when all of them are complete.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,11 +45,14 @@ class Outputs:
 def output_prefix(
     graph_path: str | Path, out: str | Path | None, folder: str | Path | None = None
 ) -> Path:
-    """``-o build/mlp`` -> build/mlp; else the graph's stem in ``folder`` (``-d``) or here."""
-    prefix = Path(out) if out else Path(folder or "", model_stem(graph_path))
-    if prefix.name in ("", "..") or str(prefix) == ".":  # ``-o .`` names no file: resolve it
-        prefix = prefix.resolve()
-    return prefix
+    """``-o build/mlp`` -> build/mlp; ``-o build/`` or an existing folder: the graph's stem
+    inside it; no ``-o``: the graph's stem in ``folder`` (``-d``) or here."""
+    stem = model_stem(graph_path)
+    if not out:
+        return Path(folder or "", stem)
+    if str(out).endswith(("/", os.sep)) or Path(out).is_dir():
+        return Path(out, stem)
+    return Path(out)
 
 
 def write_outputs(

@@ -5,10 +5,15 @@ Library code marks its stages and knows nothing about terminals::
     with progress.stage("translate"):
         module = translate_graph(graph, signature)
 
+A long stage may say how far it is with ``progress.detail("kernels 12/53")``; the detail
+lasts until the next one or the end of the stage. Codegen reports through a plain callback
+(``compile_module_assigned(on_progress=...)``), which the driver points at ``detail``.
+
 The CLI wraps a command in ``with progress.display():``. The line appears only when stderr is
 a terminal and the compile has run for ``delay`` seconds (quick compiles print nothing), shows
-the current stage and the elapsed time, and is erased when the command ends. Without an active
-display ``stage`` does nothing, so tests, the Python API and piped output are unaffected.
+the current stage, its detail and the elapsed time, and is erased when the command ends.
+Without an active display ``stage`` and ``detail`` do nothing, so tests, the Python API and
+piped output are unaffected.
 The active display lives in a ``ContextVar``: no global state shared across threads.
 """
 
@@ -27,13 +32,15 @@ _TICK_S = 0.2
 
 
 class _Display:
-    """Redraws ``aotc: <stage> (3.4 s)`` on a background thread once ``delay`` has passed."""
+    """Redraws ``aotc: <stage>[: <detail>] (3.4 s)`` on a background thread once ``delay`` has
+    passed."""
 
     def __init__(self, stream: TextIO, delay: float) -> None:
         self.stream = stream
         self.delay = delay
         self.start = time.monotonic()
         self.current = "starting"
+        self.detail = ""
         self.drawn = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="aotc-progress", daemon=True)
@@ -42,7 +49,8 @@ class _Display:
         while not self._stop.wait(_TICK_S):
             elapsed = time.monotonic() - self.start
             if elapsed >= self.delay:
-                self._draw(f"aotc: {self.current} ({elapsed:.1f} s)")
+                what = f"{self.current}: {self.detail}" if self.detail else self.current
+                self._draw(f"aotc: {what} ({elapsed:.1f} s)")
 
     def _draw(self, text: str) -> None:
         # \r + erase-to-end-of-line rewrites the line in place.
@@ -89,11 +97,19 @@ def stage(name: str) -> Iterator[None]:
     if shown is None:
         yield
         return
-    previous, shown.current = shown.current, name
+    previous = shown.current, shown.detail
+    shown.current, shown.detail = name, ""
     try:
         yield
     finally:
-        shown.current = previous
+        shown.current, shown.detail = previous
+
+
+def detail(text: str) -> None:
+    """Say how far the current stage is ("kernels 12/53"); nothing without a display."""
+    shown = _ACTIVE.get()
+    if shown is not None:
+        shown.detail = text
 
 
 def _is_terminal(stream: TextIO) -> bool:

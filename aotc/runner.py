@@ -18,8 +18,10 @@ import numpy as np
 
 from aotc import progress
 from aotc.atomic import write_atomically
-from aotc.driver import TargetOverrides, compile_graph, load_frontend
+from aotc.driver import SourceOptions, TargetOverrides, compile_graph
 from aotc.errors import ArgumentError, InputFileError
+from aotc.frontend.signature import model_stem
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 from aotc.jit import JitModel, TensorSpec
 
@@ -101,11 +103,13 @@ def run_graph(
     graph: str | Path,
     config: str | Path | None,
     inputs: dict[str, Path],
+    options: SourceOptions | None = None,
     reference: bool = False,
 ) -> RunResult:
     """Compile ``graph`` for the host, run it on ``inputs`` and return every output: the
-    results, then the new value of each variable the model updates."""
-    jit = JitModel.from_compiled(compile_graph(graph, config, HOST).model)
+    results, then the new value of each variable the model updates. ``options`` are those of
+    ``aotc compile`` (a SavedModel's signature and tags, shapes)."""
+    jit = JitModel.from_compiled(compile_graph(graph, config, HOST, options).model)
     arrays = ordered_arguments(jit.args, inputs)
     before = [a.copy() for a in arrays]  # the call updates variables in place
     with progress.stage("run"):
@@ -113,16 +117,20 @@ def run_graph(
     outputs = [Output(spec.name, v) for spec, v in zip(jit.results, values, strict=True)]
     outputs += [Output(s.name, a) for s, a in zip(jit.args, arrays, strict=True) if s.updated]
     if reference:
-        outputs = _compare_with_reference(outputs, graph, config, before)
+        outputs = _compare_with_reference(outputs, graph, config, options, before)
     return RunResult(jit.args, outputs)
 
 
 def _compare_with_reference(
-    outputs: list[Output], graph: str | Path, config: str | Path | None, arrays: list[np.ndarray]
+    outputs: list[Output],
+    graph: str | Path,
+    config: str | Path | None,
+    options: SourceOptions | None,
+    arrays: list[np.ndarray],
 ) -> list[Output]:
     # A fresh front end: the HLO before any pass, so the comparison checks passes and codegen.
     with progress.stage("reference"):
-        expected = evaluate(load_frontend(graph, config).module, arrays)
+        expected = evaluate(load_source(graph, config, options).module, arrays)
     expected_list = expected if isinstance(expected, list) else [expected]
     return [
         Output(out.name, out.value, max_abs_diff=max_abs_diff(out.value, e))
@@ -139,6 +147,12 @@ def max_abs_diff(actual: np.ndarray, expected: np.ndarray) -> float:
         diff = np.abs(a - e)
     same = (a == e) | (np.isnan(a) & np.isnan(e))
     return float(np.max(np.where(same, 0.0, diff)))
+
+
+def default_output_dir(graph: str | Path) -> Path:
+    """``mlp_outputs`` for ``mlp.pb``: a folder of the outputs' own, so that an output named
+    like a file in the current folder (an input, say) never overwrites it."""
+    return Path(f"{model_stem(graph)}_outputs")
 
 
 def save_outputs(outputs: list[Output], folder: str | Path) -> list[Output]:

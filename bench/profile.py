@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from aotc.codegen.compile import CompiledModel, TensorInfo, compile_module
-from aotc.driver import load_frontend, optimize
+from aotc.driver import optimize
+from aotc.frontend.sources import load_source
 from aotc.hlo.builder import ComputationBuilder
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode
 from aotc.hlo.shape import PrimitiveType, Shape
@@ -188,7 +189,7 @@ def profile_model(
     graph: str | Path, config: str | Path | None, runs: int
 ) -> tuple[list[KernelTime], float]:
     """Each kernel's time, slowest first, and the whole model's time."""
-    front = load_frontend(graph, config)
+    front = load_source(graph, config)
     optimize(front.module)
     module = front.module
     whole = compile_module(

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fixtures import TF_DATA
 
-from aotc.driver import load_frontend
 from aotc.errors import AotcError, GraphError
 from aotc.frontend.node import Node
+from aotc.frontend.sources import load_source
 from aotc.proto import aotc_tf_pb2 as pb
 
 FIXTURES = [
@@ -56,7 +56,7 @@ def test_wrong_attribute_kinds_are_aotc_errors(name: str, tmp_path: Path) -> Non
             path = tmp_path / "g.pb"
             path.write_bytes(graph.SerializeToString())
             try:
-                load_frontend(path, config if config.exists() else None)
+                load_source(path, config if config.exists() else None)
             except AotcError:
                 pass
             except Exception as err:  # noqa: BLE001 - the point: nothing else may escape

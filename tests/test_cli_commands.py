@@ -10,11 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from codegen_testing import entry_signature
 from fixtures import TF_DATA, assert_close, load_fixture
 
 from aotc import __version__, progress
 from aotc.cli import main
+from aotc.codegen.compile import compile_module_assigned
 from aotc.config import load_config
+from aotc.driver import compile_graph
+from aotc.frontend.sources import load_source
+from aotc.passes import default_pipeline
 
 MLP = TF_DATA / "mlp_b1.pb"
 
@@ -164,7 +169,7 @@ def test_run_multi_output_and_int_fixture() -> None:
     assert code == 0 and output == ""
     config = load_config(fixture.config)
     for fetch, expected in zip(config.fetches, fixture.results, strict=True):
-        saved = np.load(f"{str(fetch.ref).replace(':', '_')}.npy")
+        saved = np.load(f"int64_outputs/{str(fetch.ref).replace(':', '_')}.npy")  # the default
         np.testing.assert_array_equal(saved, expected)
 
 
@@ -266,6 +271,40 @@ def test_progress_shows_stage_on_a_terminal_and_erases_itself() -> None:
     text = stream.getvalue()
     assert "aotc: translate (" in text and "aotc: codegen (" in text
     assert text.endswith("\r\x1b[K")
+
+
+def test_progress_shows_how_far_a_stage_is() -> None:
+    stream = FakeTerminal()
+    with progress.display(stream=stream, delay=0.0), progress.stage("codegen"):
+        progress.detail("kernels 3/5")
+        time.sleep(0.5)
+    assert "aotc: codegen: kernels 3/5 (" in stream.getvalue()
+
+
+def test_codegen_reports_kernels_done_of_all() -> None:
+    module = load_source(MLP, TF_DATA / "mlp_b1.yaml").module
+    default_pipeline().run(module)
+    heard: list[str] = []
+    _, assignment = compile_module_assigned(
+        module, "m", *entry_signature(module), on_progress=heard.append
+    )
+    total = len(assignment.kernels)
+    assert total > 1 and heard == [
+        *(f"kernels {k}/{total}" for k in range(1, total + 1)),
+        "LLVM optimization",
+        "object code",
+    ]
+
+
+def test_the_driver_shows_codegen_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    heard: list[str] = []
+    monkeypatch.setattr(progress, "detail", heard.append)
+    kernels = len(compile_graph(MLP, TF_DATA / "mlp_b1.yaml").report.kernels)
+    assert heard[0] == f"kernels 1/{kernels}" and heard[-3:] == [
+        f"kernels {kernels}/{kernels}",
+        "LLVM optimization",
+        "object code",
+    ]
 
 
 def test_stage_without_display_does_nothing() -> None:

@@ -393,7 +393,7 @@ def test_internal_error_in_another_command_is_caught_too(monkeypatch: pytest.Mon
     def broken(path: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr("aotc.inspection.load_graph", broken)
+    monkeypatch.setattr("aotc.inspection.graphdef.load_graph", broken)
     code, output = run(["inspect", str(MLP)])
     assert_one_line_error(code, output, "RecursionError", exit_code=INTERNAL_ERROR_EXIT)
 

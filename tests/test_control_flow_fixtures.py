@@ -24,8 +24,9 @@ from fixtures import (
     load_hlo_fixture,
 )
 
-from aotc.driver import compile_graph, load_frontend, optimize
+from aotc.driver import compile_graph, optimize
 from aotc.errors import AotcError
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 
 V1_LOOP = "issue 11: v1 while frames (Enter/Exit/Merge/Switch/NextIteration/LoopCond)"
@@ -97,7 +98,7 @@ def test_tensorflow_control_flow_matches(name: str) -> None:
 def test_functional_control_flow_evaluates(name: str) -> None:
     """The translated HLO, before and after the optimizer, computes TF's outputs."""
     fx = load_fixture(name, CONTROL_FLOW_DATA)
-    module = load_frontend(fx.graph, fx.config).module
+    module = load_source(fx.graph, fx.config).module
     for stage in ("translated", "optimized"):
         if stage == "optimized":
             optimize(module)

@@ -12,8 +12,8 @@ import pytest
 from fixtures import CONTROL_FLOW_DATA, load_fixture
 from google.protobuf import text_format
 
-from aotc.driver import load_frontend
 from aotc.errors import ShapeError, UnsupportedError
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import Module
 from aotc.proto import aotc_tf_pb2 as pb
@@ -25,7 +25,7 @@ def test_case_index_out_of_range_runs_the_last_branch(index: int) -> None:
     # Branch 2 of both cases is -|x|; the second case's index is (i + 1) mod 3.
     fx = load_fixture("switch_case_functional", CONTROL_FLOW_DATA)
     x = fx.args[1]
-    got = evaluate(load_frontend(fx.graph, fx.config).module, [np.int32(index), x])
+    got = evaluate(load_source(fx.graph, fx.config).module, [np.int32(index), x])
     np.testing.assert_array_equal(got[0], -np.abs(x))
     assert (index + 1) % 3 != 2 or np.array_equal(got[1], -np.abs(x))
 
@@ -72,7 +72,7 @@ def test_a_carry_that_changes_shape_is_an_error_naming_the_node(tmp_path: Path) 
         match=r"node 'loop' \(StatelessWhile\).*loop variable 0 "
         r"changes shape from f32\[3\] to f32\[6\]",
     ):
-        load_frontend(path, config)
+        load_source(path, config)
 
 
 def _function(name: str, nodes: list[pb.NodeDef], result: str) -> pb.FunctionDef:
@@ -120,7 +120,7 @@ def _load_nested(tmp_path: Path, graph: pb.GraphDef) -> Module:
         "feeds:\n  - {name: p, shape: [], dtype: bool}\n  - {name: x, shape: [2], dtype: float32}\n"
         "fetches:\n  - {name: out}\n"
     )
-    return load_frontend(path, config).module
+    return load_source(path, config).module
 
 
 def test_branches_nest_deeper_than_the_python_stack(tmp_path: Path) -> None:

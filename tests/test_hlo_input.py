@@ -13,7 +13,8 @@ import aotc
 from aotc.cli import main
 from aotc.config import parse_config
 from aotc.errors import ConfigError, HloError
-from aotc.frontend.hlo_input import is_hlo_file, load_hlo
+from aotc.frontend.formats import Format, input_format
+from aotc.frontend.hlo_input import load_hlo
 from aotc.hlo.ir import Opcode
 
 HLO = HLO_DATA
@@ -59,9 +60,9 @@ def test_non_tuple_root_is_wrapped(tmp_path: Path) -> None:
 def test_txt_files_are_recognized_by_their_header(tmp_path: Path) -> None:
     (tmp_path / "m.txt").write_text("// printed by JAX\n" + SMALL)
     (tmp_path / "other.txt").write_text("node { name: 'x' op: 'Placeholder' }\n")
-    assert is_hlo_file(tmp_path / "m.txt")
-    assert not is_hlo_file(tmp_path / "other.txt")
-    assert is_hlo_file(HLO / "jax_two.hlo")
+    assert input_format(tmp_path / "m.txt") is Format.HLO
+    assert input_format(tmp_path / "other.txt") is Format.GRAPHDEF
+    assert input_format(HLO / "jax_two.hlo") is Format.HLO
 
 
 def test_config_names_arguments_and_results(tmp_path: Path) -> None:

@@ -15,11 +15,11 @@ from aotc.frontend import inline
 from aotc.frontend.graphdef import Graph, load_graph
 from aotc.frontend.inline import inline_functions
 from aotc.frontend.signature import FetchSpec, Signature, TensorSpec, inferred_fetches
+from aotc.frontend.tf2xla_config import load_config_file as load_config
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.evaluate import evaluate
 from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef
-from aotc.tf2xla_config import load_config_file as load_config
 
 # outer(x) = (inner(x)[1] + x, inner(x)[0]) with inner(a) = (a * a, -a) and a direct call
 # (op named after the function), plus an op whose output args are named (IdentityN's).

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aotc.driver import load_frontend
 from aotc.errors import AotcError, ShapeError, UnsupportedError
 from aotc.frontend.node import Node
 from aotc.frontend.ops.contraction import parse_einsum
 from aotc.frontend.ops.registry import lookup
+from aotc.frontend.sources import load_source
 from aotc.frontend.translate import TranslationContext
 from aotc.hlo.builder import ModuleBuilder
 from aotc.hlo.evaluate import evaluate
@@ -234,4 +234,4 @@ def test_fed_axes_fail_naming_node_and_input(tmp_path: Path) -> None:
     with pytest.raises(
         AotcError, match=r"'total' \(Sum\).*axes input \(input 1\).*constant.*feed 'axes'"
     ):
-        load_frontend(path)
+        load_source(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fixtures import assert_close, fixture_names, load_fixture
 
-from aotc.driver import load_frontend
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 from aotc.passes import PipelineOptions, default_pipeline
 
@@ -13,7 +13,7 @@ from aotc.passes import PipelineOptions, default_pipeline
 @pytest.mark.parametrize("name", fixture_names())
 def test_pipeline_keeps_tensorflow_results(name: str) -> None:
     fx = load_fixture(name)
-    module = load_frontend(fx.graph, fx.config).module
+    module = load_source(fx.graph, fx.config).module
     default_pipeline(PipelineOptions(check_changed=True)).run(module)
     outputs = evaluate(module, fx.args)
     for i, (got, want) in enumerate(zip(outputs, fx.results, strict=True)):

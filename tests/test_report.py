@@ -17,7 +17,8 @@ from aotc.codegen.buffers import assign_buffers
 from aotc.codegen.kernels import kernel_scratch_bytes
 from aotc.codegen.target import TargetSpec, create_target_machine
 from aotc.codegen.vector import VectorInfo, vector_info
-from aotc.driver import compile_graph, load_frontend
+from aotc.driver import compile_graph
+from aotc.frontend.sources import load_source
 from aotc.hlo.text import print_module
 from aotc.passes import default_pipeline
 from aotc.report import flops
@@ -26,7 +27,7 @@ from aotc.report import flops
 @pytest.mark.parametrize("name", fixture_names())
 def test_temp_bytes_within_ten_percent_of_peak_live_bound(name: str) -> None:
     fx = load_fixture(name)
-    module = load_frontend(fx.graph, fx.config).module
+    module = load_source(fx.graph, fx.config).module
     default_pipeline().run(module)
     host = host_vector()
     assignment = assign_buffers(module.entry, scratch_size=lambda k: kernel_scratch_bytes(k, host))

@@ -15,8 +15,10 @@ import aotc
 from aotc.cli import main, parse_shape_option
 from aotc.config import parse_config
 from aotc.errors import ConfigError, GraphError
-from aotc.frontend.savedmodel import is_savedmodel, load_savedmodel
-from aotc.frontend.sources import SourceOptions, load_source
+from aotc.frontend.formats import is_savedmodel
+from aotc.frontend.options import SourceOptions
+from aotc.frontend.savedmodel import load_savedmodel
+from aotc.frontend.sources import load_source
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.evaluate import evaluate
 
@@ -31,7 +33,7 @@ def _expected(name: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 def _evaluate(name: str, **kwargs: object) -> list[np.ndarray]:
-    model = load_savedmodel(SAVED / name, **kwargs)  # type: ignore[arg-type]
+    model = load_savedmodel(SAVED / name, SourceOptions(**kwargs))  # type: ignore[arg-type]
     args, _ = _expected(name)
     out = evaluate(translate_graph(model.graph, model.signature), args)
     return out if isinstance(out, list) else [out]
@@ -61,7 +63,7 @@ def test_tf_module_matches_tensorflow() -> None:
 
 def test_dynamic_signature_needs_and_takes_a_shape() -> None:
     with pytest.raises(ConfigError, match=r"input 'x' has shape \[\?, 4\].*--shape x=1,4"):
-        load_savedmodel(SAVED / "module", signature="dynamic")
+        load_savedmodel(SAVED / "module", SourceOptions(signature="dynamic"))
     _, expected = _expected("module")
     got = _evaluate("module", signature="dynamic", shapes={"x": (2, 4)})
     for g, want in zip(got, expected, strict=True):
@@ -78,14 +80,14 @@ def test_keras_model_matches_tensorflow() -> None:
     ("kwargs", "message"),
     [
         ({"signature": "nope"}, r"no signature 'nope'; it has: serve, serving_default"),
-        ({"tags": ["train"]}, r"no MetaGraphDef with tags 'train'; it has: serve .*--tag"),
+        ({"tags": ("train",)}, r"no MetaGraphDef with tags 'train'; it has: serve .*--tag"),
         ({"shapes": {"feature": (1, 8)}}, r"--shape names feature, not an input .* features"),
         ({"shapes": {"features": (1, 9)}}, r"--shape features=1,9 does not fit \[\?, 8\]"),
     ],
 )
 def test_errors_name_the_choice_and_the_alternatives(kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        load_savedmodel(SAVED / "keras", **kwargs)
+        load_savedmodel(SAVED / "keras", SourceOptions(**kwargs))
 
 
 def test_missing_checkpoint_value_is_an_error(tmp_path: Path) -> None:

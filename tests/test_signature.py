@@ -116,7 +116,7 @@ def test_config_shape_fills_unknown_dims() -> None:
 @pytest.mark.parametrize("shape", ["[8, 4]", "[8]", "[1, 8, 3]"])
 def test_config_shape_must_fit_the_graph(shape: str) -> None:
     g = graph(placeholder("x", [-1, 3]), op("out", "Relu", "x"))
-    with pytest.raises(ConfigError, match=r"net.yaml: feeds\[0\] 'x': config shape .* \[\?, 3\]"):
+    with pytest.raises(ConfigError, match=r"net.yaml: feeds\[0\] 'x': shape .* \[\?, 3\]"):
         resolve_signature(g, config(f"feeds: [{{name: x, shape: {shape}}}]"))
 
 

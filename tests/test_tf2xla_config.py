@@ -14,10 +14,9 @@ from google.protobuf import text_format
 from aotc.cli import main
 from aotc.driver import compile_graph
 from aotc.errors import ConfigError
+from aotc.frontend.tf2xla_config import field_lines, load_config_file
 from aotc.proto import aotc_tf2xla_pb2 as tf2xla
 from aotc.tensor_ref import TensorRef
-from aotc.tf2xla_config import field_lines
-from aotc.tf2xla_config import load_config_file as load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP = ROOT / "examples" / "mlp"
@@ -26,7 +25,7 @@ FROM_TF = Path(__file__).parent / "data" / "tfcompile" / "mlp.config.pb"
 
 
 def feeds_and_fetches(path: Path) -> list[tuple[Any, ...]]:
-    config = load_config(path)
+    config = load_config_file(path)
     return [(f.ref, f.shape, f.dtype, f.c_name) for f in config.feeds] + [
         (f.ref, f.c_name, f.shape, f.dtype) for f in config.fetches
     ]
@@ -132,7 +131,7 @@ DECLARED = "fetch[0] 'y': the config declares"
         (FEED_X, ": fetch: missing: list the results"),
         (FETCH_Y + 'variable {\n  node_name: "v"\n}\n', ":4: variable[0] 'v': no node named 'v'"),
         (FEED_X.replace("784", "783") + FETCH_Y,
-         ":1: feed[0] 'x': config shape [1, 783] does not fit"),
+         ":1: feed[0] 'x': shape [1, 783] does not fit"),
         (FEED_X + FETCH_Y.replace('"y"', '"ghost"'), ":5: fetch[0] 'ghost': no node named 'ghost'"),
         (FEED_X + fetch_y("type: DT_INT32"),
          f":5: {DECLARED} int32 but the graph computes float32[1, 10]"),
@@ -156,7 +155,7 @@ def test_binary_errors_name_the_file_and_field(tmp_path: Path) -> None:
     proto.fetch.add().id.output_index = 1
     config.write_bytes(proto.SerializeToString())
     with pytest.raises(ConfigError, match=r"m\.config\.pb: fetch\[1\]\.id\.node_name: missing"):
-        load_config(config)
+        load_config_file(config)
 
 
 @pytest.mark.parametrize(
@@ -170,7 +169,7 @@ def test_a_file_that_is_not_a_binary_config(tmp_path: Path, data: bytes, needle:
     config = tmp_path / "m.config.pb"
     config.write_bytes(data)
     with pytest.raises(ConfigError, match="not a binary tfcompile config") as info:
-        load_config(config)
+        load_config_file(config)
     assert needle in str(info.value)
 
 
@@ -178,7 +177,7 @@ def test_text_config_that_is_not_utf8(tmp_path: Path) -> None:
     config = tmp_path / "m.config.pbtxt"
     config.write_bytes(b"\xff\xfe")
     with pytest.raises(ConfigError, match="byte 0 is not UTF-8"):
-        load_config(config)
+        load_config_file(config)
 
 
 def test_field_lines_follow_nesting_lists_and_angle_brackets() -> None:
@@ -212,7 +211,7 @@ def test_emit_config_in_tfcompile_format_compiles(tmp_path: Path, suffix: str) -
     assert code == 0, output
     if suffix.endswith("pbtxt"):
         assert config.read_text().startswith("# Text form of tensorflow.tf2xla.Config proto.\n")
-    assert [f.ref for f in load_config(config).feeds] == [TensorRef("x")]
+    assert [f.ref for f in load_config_file(config).feeds] == [TensorRef("x")]
     code, output = invoke(
         "compile", str(MLP / "mlp.pb"), "-c", str(config), "-o", str(tmp_path / "m")
     )

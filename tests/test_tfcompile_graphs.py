@@ -22,8 +22,8 @@ from aotc.cache import cache_key
 from aotc.cli import main
 from aotc.codegen.compile import CompiledModel
 from aotc.driver import compile_graph
-from aotc.errors import ConfigError
-from aotc.frontend.sources import SourceOptions
+from aotc.errors import ConfigError, UsageError
+from aotc.frontend.options import SourceOptions
 
 DATA = Path(__file__).parent / "data" / "tfcompile"
 NAMES = sorted(p.name.removesuffix(".config.pbtxt") for p in DATA.glob("test_graph_*.config.pbtxt"))
@@ -104,7 +104,7 @@ def test_checkpoint_errors(prefix: str, needle: str) -> None:
 
 def test_checkpoint_is_for_graphdefs_only() -> None:
     saved = Path(__file__).parent / "data" / "savedmodel" / "module"
-    with pytest.raises(ConfigError, match="--checkpoint is for GraphDefs; a SavedModel reads"):
+    with pytest.raises(UsageError, match="--checkpoint is for GraphDefs; a SavedModel reads"):
         compile_graph(saved, options=SourceOptions(checkpoint="x"))
 
 

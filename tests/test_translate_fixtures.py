@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from fixtures import assert_close, fixture_names, load_fixture
 
-from aotc.driver import load_frontend
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 
 
 @pytest.mark.parametrize("name", fixture_names())
 def test_reference_evaluator_matches_tensorflow(name: str) -> None:
     fx = load_fixture(name)
-    front = load_frontend(fx.graph, fx.config)
+    front = load_source(fx.graph, fx.config)
     outputs = evaluate(front.module, fx.args)
     assert len(outputs) == len(fx.results)
     for i, (got, want) in enumerate(zip(outputs, fx.results, strict=True)):

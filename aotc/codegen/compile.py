@@ -84,17 +84,27 @@ def compile_module_assigned(
     args: Sequence[TensorInfo],
     results: Sequence[TensorInfo],
     target: TargetSpec = HOST,
+    on_progress: Callable[[str], None] | None = None,
 ) -> tuple[CompiledModel, BufferAssignment]:
-    """``compile_module``, and the buffer assignment the code was emitted with."""
+    """``compile_module``, and the buffer assignment the code was emitted with.
+
+    ``on_progress`` hears how far codegen is ("kernels 12/53", "LLVM optimization", "object
+    code"): the driver shows it on the progress line, codegen itself knows no terminal.
+    """
+    say = on_progress or _silent
     updated = [i for i, a in enumerate(args) if a.updated]
     _check_signature(module, args, results, updated)
     tm, resolved = create_target_machine(target)
-    llvm_module, assignment = emit_module_assigned(module, name, vector_info(resolved), updated)
+    llvm_module, assignment = emit_module_assigned(
+        module, name, vector_info(resolved), updated, lambda k, n: say(f"kernels {k}/{n}")
+    )
     temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
     llvm_module.data_layout = str(tm.target_data)
+    say("LLVM optimization")
     optimized = optimize(str(llvm_module), tm)
     del llvm_module  # the Python IR (and its text) is no longer needed
+    say("object code")
     model = CompiledModel(
         name=name,
         object_bytes=emit_object(optimized, tm),
@@ -106,6 +116,10 @@ def compile_module_assigned(
         target=resolved,
     )
     return model, assignment
+
+
+def _silent(_: str) -> None:
+    pass
 
 
 def _check_signature(

@@ -79,13 +79,18 @@ def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tupl
 
 
 def emit_module_assigned(
-    module: Module, name: str, vector: VectorInfo = GENERIC, updated: Sequence[int] = ()
+    module: Module,
+    name: str,
+    vector: VectorInfo = GENERIC,
+    updated: Sequence[int] = (),
+    on_kernel: Callable[[int, int], None] | None = None,
 ) -> tuple[ir.Module, BufferAssignment]:
     """The LLVM module for ``module`` and the buffer assignment it was emitted with.
 
     ``vector`` is the target's SIMD shape: kernels tile for it and size their scratch by it.
     The last ``len(updated)`` root elements are written back to those arguments, after every
-    kernel has run (kernels may still read the old value).
+    kernel has run (kernels may still read the old value). ``on_kernel(done, total)`` is called
+    after each kernel is emitted (progress for large models).
     """
     num_results = len(module.entry.root.operands) - len(updated)
     written_back = {num_results + k: arg for k, arg in enumerate(updated)}
@@ -95,7 +100,7 @@ def emit_module_assigned(
         late=frozenset(written_back),
     )
     llvm_module = ir.Module(name=name)
-    run_buffers = _emit_run_buffers(llvm_module, name, assignment, vector, written_back)
+    run_buffers = _emit_run_buffers(llvm_module, name, assignment, vector, written_back, on_kernel)
     params = module.entry.parameters
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), num_results)
     # Loop-vectorized kernels too: Intel AVX-512 cpus tune for 256-bit vectors by default.
@@ -111,6 +116,7 @@ def _emit_run_buffers(
     assignment: BufferAssignment,
     vector: VectorInfo,
     written_back: dict[int, int],
+    on_kernel: Callable[[int, int], None] | None,
 ) -> ir.Function:
     fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
     fn.attributes.add("nounwind")
@@ -124,8 +130,12 @@ def _emit_run_buffers(
     entry = _Entry(llvm_module, builder, args, results, temp, constants, vector)
     entry.flow = ControlFlow(builder)
     entry.written_back = written_back
+    done = 0
     for step in assignment.program:
         _STEPS[type(step)](entry, assignment, step)
+        if isinstance(step, Kernel) and on_kernel is not None:
+            done += 1
+            on_kernel(done, len(assignment.kernels))
     for copy in _copy_order(assignment.copies, written_back):
         _copy_result(entry, copy)
     builder.ret(ir.Constant(I32, 0))

@@ -31,9 +31,6 @@ from aotc.hlo.text import parse_module
 from aotc.hlo.verify import verify_module
 from aotc.tensor_ref import TensorRef
 
-HLO_SUFFIXES = frozenset({".hlo", ".hlotxt"})
-_TEXT_SUFFIXES = frozenset({".txt", ".text"})
-_HEADER = re.compile(rb"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*HloModule\b", re.S)
 _UNIQUING_SUFFIX = re.compile(r"\.\d+$")
 
 
@@ -43,17 +40,6 @@ class HloInput:
 
     module: Module
     signature: Signature
-
-
-def is_hlo_file(path: str | Path) -> bool:
-    """``*.hlo``, or a ``*.txt`` file whose text starts with ``HloModule``."""
-    p = Path(path)
-    if p.suffix.lower() in HLO_SUFFIXES:
-        return True
-    if p.suffix.lower() not in _TEXT_SUFFIXES or not p.is_file():
-        return False
-    with p.open("rb") as f:
-        return _HEADER.match(f.read(4096)) is not None
 
 
 def load_hlo(path: str | Path, config: Config | None = None) -> HloInput:

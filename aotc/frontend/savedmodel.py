@@ -15,7 +15,6 @@ assigns output ``i`` to one variable handle. After inlining, that is a flat chai
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +22,11 @@ from google.protobuf import message, text_format
 
 from aotc.abi import c_identifier
 from aotc.errors import ConfigError, InputFileError
+from aotc.frontend.formats import is_savedmodel as is_savedmodel
 from aotc.frontend.freeze import freeze_reads
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.inline import functions_of, inline_functions
+from aotc.frontend.options import SourceOptions
 from aotc.frontend.signature import FetchSpec, Signature, TensorSpec
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto
 from aotc.proto import aotc_tf_pb2 as pb
@@ -46,29 +47,21 @@ class SavedModel:
     meta_graph: pb.MetaGraphDef
 
 
-def is_savedmodel(path: str | Path) -> bool:
-    """True for a directory holding ``saved_model.pb`` or ``saved_model.pbtxt``."""
-    p = Path(path)
-    return p.is_dir() and any((p / f"saved_model.{s}").is_file() for s in ("pb", "pbtxt"))
-
-
 def load_savedmodel(
-    path: str | Path,
-    signature: str | None = None,
-    tags: Sequence[str] | None = None,
-    shapes: Mapping[str, Sequence[int]] | None = None,
-    name: str | None = None,
+    path: str | Path, options: SourceOptions | None = None, name: str | None = None
 ) -> SavedModel:
-    """Load SavedModel ``path``; ``shapes`` fixes unknown input dimensions by input key."""
+    """Load SavedModel ``path`` with the signature and tags of ``options``; its ``shapes`` fix
+    unknown input dimensions by input key."""
+    options = options or SourceOptions()
     root = Path(path)
-    saved = _read_savedmodel(root)
-    meta = _meta_graph(saved, tuple(tags or DEFAULT_TAGS), root)
-    sig_key = signature or DEFAULT_SIGNATURE
-    sig_def = _signature_def(meta, sig_key, root)
+    saved = read_savedmodel(root)
+    meta = meta_graph(saved, tuple(options.tags or DEFAULT_TAGS), root, options)
+    sig_key = options.signature or DEFAULT_SIGNATURE
+    sig_def = signature_def(meta, sig_key, root, options)
     pb_path = str(root / "saved_model.pb")
     flat = inline_functions(meta.graph_def, pb_path)
     functions = functions_of(meta.graph_def)
-    feeds = _feeds(sig_def, sig_key, dict(shapes or {}), root)
+    feeds = _feeds(sig_def, sig_key, options, root)
     fetches = _fetches(sig_def)
     graph = Graph(flat, pb_path, functions)
     freeze_reads(
@@ -86,7 +79,8 @@ def _default_name(root: Path) -> str:
 # ---- saved_model.pb, tags, signature ---------------------------------------------------------
 
 
-def _read_savedmodel(root: Path) -> pb.SavedModel:
+def read_savedmodel(root: Path) -> pb.SavedModel:
+    """``saved_model.pb`` (or ``.pbtxt``) of the SavedModel directory ``root``."""
     if not root.is_dir():
         raise InputFileError(f"{root}: not a SavedModel directory")
     saved = pb.SavedModel()
@@ -107,50 +101,62 @@ def _read_savedmodel(root: Path) -> pb.SavedModel:
     return saved
 
 
-def _meta_graph(saved: pb.SavedModel, tags: tuple[str, ...], root: Path) -> pb.MetaGraphDef:
+def meta_graph(
+    saved: pb.SavedModel, tags: tuple[str, ...], root: Path, options: SourceOptions
+) -> pb.MetaGraphDef:
+    """The MetaGraphDef with exactly ``tags``; the error lists the tag sets there are."""
     for meta in saved.meta_graphs:
         if set(meta.meta_info_def.tags) == set(tags):
             return meta
     available = "; ".join(",".join(m.meta_info_def.tags) or "(none)" for m in saved.meta_graphs)
     raise ConfigError(
         f"{root}: no MetaGraphDef with tags '{','.join(tags)}'; it has: {available} "
-        "(choose one with --tag)"
+        f"(choose one with {options.spell('tags')})"
     )
 
 
-def _signature_def(meta: pb.MetaGraphDef, key: str, root: Path) -> pb.SignatureDef:
+def signature_def(
+    meta: pb.MetaGraphDef, key: str, root: Path, options: SourceOptions
+) -> pb.SignatureDef:
+    """The SignatureDef ``key``; the error lists the keys there are."""
     if key in meta.signature_def:
         return meta.signature_def[key]
-    names = sorted(k for k in meta.signature_def if k != _INIT_SIGNATURE)
+    names = signature_keys(meta)
     raise ConfigError(
         f"{root}: no signature '{key}'; it has: {', '.join(names) or '(none)'} "
-        "(choose one with --signature)"
+        f"(choose one with {options.spell('signature')})"
     )
+
+
+def signature_keys(meta: pb.MetaGraphDef) -> list[str]:
+    """The signatures a user can choose, sorted (the init op's is TensorFlow's own)."""
+    return sorted(k for k in meta.signature_def if k != _INIT_SIGNATURE)
 
 
 def _feeds(
-    sig: pb.SignatureDef, sig_key: str, shapes: dict[str, Sequence[int]], root: Path
+    sig: pb.SignatureDef, sig_key: str, options: SourceOptions, root: Path
 ) -> list[TensorSpec]:
-    unknown = sorted(set(shapes) - set(sig.inputs))
+    unknown = sorted(set(options.shapes) - set(sig.inputs))
     if unknown:
         raise ConfigError(
-            f"{root}: --shape names {', '.join(unknown)}, not an input of signature "
-            f"'{sig_key}' (inputs: {', '.join(sorted(sig.inputs))})"
+            f"{root}: {options.spell('shapes')} names {', '.join(unknown)}, not an input of "
+            f"signature '{sig_key}' (inputs: {', '.join(sorted(sig.inputs))})"
         )
-    return [_feed(key, sig.inputs[key], shapes.get(key), root) for key in sorted(sig.inputs)]
+    return [_feed(key, sig.inputs[key], options, root) for key in sorted(sig.inputs)]
 
 
-def _feed(key: str, info: pb.TensorInfo, shape: Sequence[int] | None, root: Path) -> TensorSpec:
+def _feed(key: str, info: pb.TensorInfo, options: SourceOptions, root: Path) -> TensorSpec:
     where = f"{root}: signature input '{key}'"
     ref = _tensor_ref(info, where)
     dtype = numpy_dtype(info.dtype, where)
     declared = shape_from_proto(info.tensor_shape, where)
-    return TensorSpec(key, ref, dtype, _feed_shape(key, declared, shape, where))
+    return TensorSpec(key, ref, dtype, _feed_shape(key, declared, options, where))
 
 
 def _feed_shape(
-    key: str, declared: tuple[int, ...] | None, given: Sequence[int] | None, where: str
+    key: str, declared: tuple[int, ...] | None, options: SourceOptions, where: str
 ) -> tuple[int, ...]:
+    given = options.shapes.get(key)
     if given is not None:
         given = tuple(int(d) for d in given)
         fits = declared is None or (
@@ -159,20 +165,16 @@ def _feed_shape(
         )
         if not fits or any(g < 0 for g in given):
             raise ConfigError(
-                f"{where}: --shape {key}={_dims(given)} does not fit {_show(declared)}"
+                f"{where}: {options.spell_shape(key, given)} does not fit {_show(declared)}"
             )
         return given
     if declared is None or -1 in declared:
-        example = _dims(tuple(1 if d == -1 else d for d in declared or (1,)))
+        example = tuple(1 if d == -1 else d for d in declared or (1,))
         raise ConfigError(
             f"{where} has shape {_show(declared)} with unknown dimensions; aotc needs static "
-            f"shapes: give one with --shape {key}={example}"
+            f"shapes: give one with {options.spell_shape(key, example)}"
         )
     return declared
-
-
-def _dims(shape: Sequence[int]) -> str:
-    return ",".join(str(d) for d in shape)
 
 
 def _show(shape: tuple[int, ...] | None) -> str:

@@ -3,7 +3,10 @@
 Explicit config entries win; what the config leaves out is inferred from the graph:
 
 * feeds: every ``Placeholder`` the fetches need, in file order; each needs a fully known
-  ``shape`` attr (otherwise list it in the config with ``shape:``).
+  ``shape`` attr (otherwise list it in the config with ``shape:``, or give ``--shape``).
+
+``--shape NAME=D0,...`` (``SourceOptions.shapes``) sets the static shape of feed NAME, inferred
+or listed, over the config's ``shape:``.
 * fetches: output 0 of every node that nothing consumes (through data or control inputs),
   in file order, except the ops in ``NOT_OUTPUTS`` (inputs, constants, no-ops, asserts,
   prints, savers).
@@ -11,7 +14,7 @@ Explicit config entries win; what the config leaves out is inferred from the gra
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +24,7 @@ from aotc.config import Config, Feed, Fetch, Variable
 from aotc.errors import ConfigError, GraphError, UnsupportedError
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.node import Node
+from aotc.frontend.options import SourceOptions
 from aotc.tensor_ref import TensorRef
 
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
@@ -113,9 +117,14 @@ def default_config_path(graph_path: str | Path) -> Path | None:
 
 
 def resolve_signature(
-    graph: Graph, config: Config, graph_path: str | Path | None = None
+    graph: Graph,
+    config: Config,
+    graph_path: str | Path | None = None,
+    options: SourceOptions | None = None,
 ) -> Signature:
-    """Check the config against the graph and fill in what it leaves out."""
+    """Check the config (and the shapes of ``options``) against the graph and fill in what
+    they leave out."""
+    given = options or SourceOptions()
     where = _Where(config, graph)
     fetch_list = list(config.fetches) or inferred_fetches(graph)
     fetches = tuple(
@@ -123,9 +132,10 @@ def resolve_signature(
         for i, f in enumerate(fetch_list)
     )
     feed_list = list(config.feeds) or _inferred_feeds(graph, fetches)
+    labels = [where.entry("feeds", i, f, bool(config.feeds)) for i, f in enumerate(feed_list)]
+    _given_shapes(feed_list, labels, given, graph.path)
     feeds = tuple(
-        _feed_spec(graph, f, where.entry("feeds", i, f, bool(config.feeds)))
-        for i, f in enumerate(feed_list)
+        _feed_spec(graph, f, label, given) for f, label in zip(feed_list, labels, strict=True)
     )
     _check_all_placeholders_fed(graph, feeds, fetches, where)
     variables = tuple(
@@ -182,6 +192,22 @@ def _inferred_feeds(graph: Graph, fetches: tuple[FetchSpec, ...]) -> list[Feed]:
     ]
 
 
+def _given_shapes(feeds: list[Feed], labels: list[str], options: SourceOptions, where: str) -> None:
+    """Give the feeds the shapes of ``options`` (in place), labelled by that option."""
+    names = [str(f.ref) for f in feeds]
+    unknown = sorted(set(options.shapes) - set(names))
+    if unknown:
+        raise ConfigError(
+            f"{where}: {options.spell('shapes')} names {', '.join(unknown)}, not a feed "
+            f"(feeds: {', '.join(names) or 'none'})"
+        )
+    for i, name in enumerate(names):
+        if name in options.shapes:
+            dims = tuple(options.shapes[name])
+            feeds[i] = replace(feeds[i], shape=dims)
+            labels[i] = f"{where}: {options.spell_shape(name, dims)}"
+
+
 def _fetch_spec(graph: Graph, fetch: Fetch, label: str) -> FetchSpec:
     _node_for(graph, fetch.ref, label)
     return FetchSpec(fetch.c_name or str(fetch.ref), fetch.ref, fetch.shape, fetch.dtype, label)
@@ -197,10 +223,10 @@ def _node_for(graph: Graph, ref: TensorRef, label: str) -> Node:
     return node
 
 
-def _feed_spec(graph: Graph, feed: Feed, label: str) -> TensorSpec:
+def _feed_spec(graph: Graph, feed: Feed, label: str, options: SourceOptions) -> TensorSpec:
     node = _node_for(graph, feed.ref, label)
     dtype = _feed_dtype(node, feed, label)
-    shape = _feed_shape(node, feed, label)
+    shape = _feed_shape(node, feed, label, options)
     return TensorSpec(feed.c_name or str(feed.ref), feed.ref, dtype, shape)
 
 
@@ -228,19 +254,20 @@ def _graph_dtype(node: Node) -> np.dtype | None:
     return None
 
 
-def _feed_shape(node: Node, feed: Feed, label: str) -> tuple[int, ...]:
+def _feed_shape(node: Node, feed: Feed, label: str, options: SourceOptions) -> tuple[int, ...]:
     graph_shape = _graph_shape(node, feed.ref)
     if feed.shape is None:
         if graph_shape is None or -1 in graph_shape:
             known = "unknown" if graph_shape is None else _dims(graph_shape)
+            example = tuple(1 if d == -1 else d for d in graph_shape or (1,))
             raise ConfigError(
                 f"{label}: the graph's shape is {known}; give a static shape with `shape:` "
-                "for this feed in a config"
+                f"for this feed in a config, or {options.spell_shape(str(feed.ref), example)}"
             )
         return graph_shape
     if graph_shape is not None and not _compatible(graph_shape, feed.shape):
         raise ConfigError(
-            f"{label}: config shape {_dims(feed.shape)} does not fit the graph's "
+            f"{label}: shape {_dims(feed.shape)} does not fit the graph's "
             f"{_dims(graph_shape)} ({node.label})"
         )
     return feed.shape

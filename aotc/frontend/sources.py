@@ -1,52 +1,43 @@
-"""Inputs other than a frozen GraphDef: SavedModel directories and HLO text files.
+"""The front end's one entry: any input aotc reads, recognized by content, as verified HLO.
 
-``load_source`` recognizes them by path and returns what the driver's ``Frontend`` holds; it
-returns None for anything else, which the driver then loads as a GraphDef.
+``load_source(path, config_path, options)`` picks the loader by what ``path`` holds
+(``formats.input_format``): a GraphDef (binary or text), a SavedModel directory or HLO text.
+It reads the config once (``load_model_config``: the explicit one, or ``path``'s ``.yaml``
+sibling; aotc's YAML or tfcompile's), refuses options and config entries that do not apply to
+the input, resolves the signature (freezing a GraphDef's variables from ``--checkpoint``),
+translates the graph, checks sizes and verifies the module. Errors that name only a node get the
+input's path in front.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from aotc import progress
 from aotc.config import Config
-from aotc.errors import ConfigError, InputFileError
-from aotc.frontend.graphdef import Graph
-from aotc.frontend.hlo_input import is_hlo_file, load_hlo
+from aotc.errors import AotcError, ConfigError, UsageError
+from aotc.frontend.formats import Format, input_format
+from aotc.frontend.freeze import freeze_checkpoint
+from aotc.frontend.graphdef import Graph, load_graph
+from aotc.frontend.hlo_input import load_hlo
 from aotc.frontend.inputs import config_file
-from aotc.frontend.savedmodel import is_savedmodel, load_savedmodel
-from aotc.frontend.signature import Signature
+from aotc.frontend.limits import check_feed_sizes, check_module_sizes
+from aotc.frontend.options import SourceOptions
+from aotc.frontend.savedmodel import load_savedmodel
+from aotc.frontend.signature import Signature, resolve_signature
+from aotc.frontend.tf2xla_config import load_config_file
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
-from aotc.tf2xla_config import load_config_file
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """How to read the input: SavedModel choices (``--signature``, ``--tag``, ``--shape``),
-    a GraphDef's ``--checkpoint`` (freeze its variables from that TF checkpoint prefix),
-    and ``name`` (``--name``), which overrides the config's ``name:``.
-
-    ``shapes`` maps a signature input key to a static shape for its unknown dimensions.
-    """
-
-    signature: str | None = None
-    tags: tuple[str, ...] | None = None
-    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    checkpoint: str | None = None
-    name: str | None = None
-
-    def key(self) -> str:
-        """A stable text form, for cache keys (the checkpoint's bytes are keyed apart)."""
-        shapes = sorted((k, list(v)) for k, v in self.shapes.items())
-        return repr((self.signature, self.tags, shapes, self.checkpoint, self.name))
 
 
 @dataclass
 class Source:
-    """A loaded input: ``graph`` is None for HLO text, which has no TF graph."""
+    """A loaded input: the graph (None for HLO text, which has no TF graph), the config, the
+    compiled function's signature and its HLO; ``notes`` say what was dropped or renamed."""
 
     graph: Graph | None
     config: Config
@@ -56,32 +47,42 @@ class Source:
 
 
 def load_source(
-    path: str | Path, config_path: str | Path | None, options: SourceOptions | None = None
-) -> Source | None:
-    """Load a SavedModel directory or an HLO text file; None for a GraphDef."""
-    if Path(path).is_dir() and not is_savedmodel(path):
-        raise InputFileError(
-            f"{path}: is a directory without saved_model.pb; expected a GraphDef file, a "
-            "SavedModel directory or HLO text"
-        )
-    saved, hlo = is_savedmodel(path), not Path(path).is_dir() and is_hlo_file(path)
-    if not (saved or hlo):
-        return None
-    if options is not None and options.checkpoint:
-        kind = "a SavedModel reads its own variables/" if saved else "HLO text has no variables"
-        raise ConfigError(f"{path}: --checkpoint is for GraphDefs; {kind}")
-    config = load_model_config(path, config_path, options or SourceOptions())
-    if config.variables:
-        kind = (
-            "a SavedModel's variables are frozen from its checkpoint"
-            if saved
-            else ("HLO text has no variables")
-        )
-        raise ConfigError(f"{config.path}: variables: are for GraphDefs; {kind}")
-    if hlo:
-        loaded = load_hlo(path, config)
-        return Source(None, config, loaded.signature, loaded.module)
-    return _savedmodel_source(path, config, options or SourceOptions())
+    path: str | Path, config_path: str | Path | None = None, options: SourceOptions | None = None
+) -> Source:
+    """Load ``path`` (GraphDef, SavedModel directory or HLO text) and translate it to HLO."""
+    options = options or SourceOptions()
+    with naming_file(path):
+        with progress.stage("load"):
+            kind = input_format(path)
+            check_options(kind, options, path)
+            config = load_model_config(path, config_path, options)
+            _check_config(kind, config)
+            if kind is Format.HLO:
+                loaded = load_hlo(path, config)
+                graph, signature, module = None, loaded.signature, loaded.module
+            else:
+                graph, signature = _GRAPH_LOADERS[kind](path, config, options)
+            check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), str(path))
+        notes = _name_notes(config, signature)
+        if graph is None:
+            check_module_sizes(module, str(path))
+        else:
+            with progress.stage("translate"):
+                module = translate_graph(graph, signature, notes)
+                check_module_sizes(module, str(path))
+                verify_module(module)
+    return Source(graph, config, signature, module, notes)
+
+
+@contextmanager
+def naming_file(path: str | Path) -> Iterator[None]:
+    """Prefix ``path`` to errors that name only a node ("node 'x' (Relu): ...")."""
+    try:
+        yield
+    except AotcError as err:
+        if str(err).startswith("node '"):
+            raise type(err)(f"{path}: {err}") from None
+        raise
 
 
 def load_model_config(
@@ -94,52 +95,83 @@ def load_model_config(
     return replace(config, name=options.name) if options.name else config
 
 
-def _savedmodel_source(path: str | Path, config: Config, options: SourceOptions) -> Source:
-    shapes = {**_config_shapes(config), **options.shapes}
-    model = load_savedmodel(path, options.signature, options.tags, shapes, config.name)
-    notes: list[str] = []
-    module = translate_graph(model.graph, model.signature, notes)
-    verify_module(module)
-    return Source(model.graph, config, model.signature, module, notes)
+def _check_config(kind: Format, config: Config) -> None:
+    if config.variables and kind is not Format.GRAPHDEF:
+        why = (
+            "a SavedModel's variables are frozen from its checkpoint"
+            if kind is Format.SAVEDMODEL
+            else "HLO text has no variables"
+        )
+        raise ConfigError(f"{config.path}: variables: are for GraphDefs; {why}")
 
 
-def _config_shapes(config: Config) -> dict[str, tuple[int, ...]]:
+def check_options(kind: Format, options: SourceOptions, path: str | Path) -> None:
+    """Options that do not apply to this input are refused, never ignored."""
+    if kind is not Format.SAVEDMODEL:
+        given = [n for n, v in (("signature", options.signature), ("tags", options.tags)) if v]
+        if given:
+            names = " and ".join(options.spell(n) for n in given)
+            raise UsageError(
+                f"{path}: {names} apply only to a SavedModel directory; this is {kind.value}"
+            )
+    if kind is not Format.GRAPHDEF and options.checkpoint:
+        why = (
+            "a SavedModel reads its own variables/"
+            if kind is Format.SAVEDMODEL
+            else ("HLO text has no variables")
+        )
+        raise UsageError(f"{path}: {options.spell('checkpoint')} is for GraphDefs; {why}")
+    if kind is Format.HLO and options.shapes:
+        raise UsageError(
+            f"{path}: {options.spell('shapes')} does not apply to HLO text, whose shapes are static"
+        )
+
+
+def _graphdef(path: str | Path, config: Config, options: SourceOptions) -> tuple[Graph, Signature]:
+    graph = load_graph(path)
+    signature = resolve_signature(graph, config, Path(path), options)
+    if options.checkpoint:
+        graph = freeze_checkpoint(graph, signature, options.checkpoint)
+    return graph, signature
+
+
+def _savedmodel(
+    path: str | Path, config: Config, options: SourceOptions
+) -> tuple[Graph, Signature]:
+    shapes = {**_config_shapes(config, options), **options.shapes}
+    model = load_savedmodel(path, replace(options, shapes=shapes), config.name)
+    return model.graph, model.signature
+
+
+_GRAPH_LOADERS: dict[
+    Format, Callable[[str | Path, Config, SourceOptions], tuple[Graph, Signature]]
+] = {Format.GRAPHDEF: _graphdef, Format.SAVEDMODEL: _savedmodel}
+
+
+def _config_shapes(config: Config, options: SourceOptions) -> dict[str, tuple[int, ...]]:
     # A SavedModel's signature fixes feeds and fetches; a config may only give input shapes.
     where = config.path or "config"
     if config.fetches:
         raise ConfigError(
             f"{where}: fetches: a SavedModel's outputs come from its signature; remove "
-            "`fetches:` and choose the signature with --signature"
+            f"`fetches:` and choose the signature with {options.spell('signature')}"
         )
     shapes: dict[str, tuple[int, ...]] = {}
     for i, feed in enumerate(config.feeds):
         if feed.shape is None or feed.ref.index != 0:
             raise ConfigError(
                 f"{where}: feeds[{i}]: for a SavedModel, a feed entry names a signature input "
-                "key and gives its `shape:` (or use --shape key=1,2,3)"
+                f"key and gives its `shape:` (or use {options.spell_shape('key', (1, 2, 3))})"
             )
         shapes[feed.ref.node] = feed.shape
     return shapes
 
 
-def parse_shape_option(text: str) -> tuple[str, tuple[int, ...]]:
-    """``x=1,224,224,3`` -> ("x", (1, 224, 224, 3)); ``x=`` is a scalar."""
-    key, sep, dims = text.partition("=")
-    parts = [p.strip() for p in dims.split(",")] if dims.strip() else []
-    if not sep or not key or not all(p.isdigit() for p in parts):
-        raise ConfigError(
-            f"--shape {text!r}: expected NAME=D0,D1,... with non-negative integers, "
-            "e.g. --shape x=1,224,224,3"
-        )
-    return key, tuple(int(p) for p in parts)
-
-
-def shape_options(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    """Several ``--shape`` options as a dict; a name given twice is an error."""
-    shapes: dict[str, tuple[int, ...]] = {}
-    for text in texts:
-        key, dims = parse_shape_option(text)
-        if key in shapes:
-            raise ConfigError(f"--shape {key} is given twice")
-        shapes[key] = dims
-    return shapes
+def _name_notes(config: Config, signature: Signature) -> list[str]:
+    """A config ``name:`` that is no C identifier is changed: say to what."""
+    if config.name is None or config.name == signature.name:
+        return []
+    return [
+        f"{config.path}: name '{config.name}' is not a C identifier; the symbols are "
+        f"{signature.name}_run, {signature.name}_run_buffers and {signature.name.upper()}_*"
+    ]

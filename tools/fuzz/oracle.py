@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 import aotc
-from aotc.driver import load_frontend
 from aotc.errors import AotcError
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.shape import Shape
 
@@ -47,7 +47,7 @@ def judge(graph: Path, config: Path | None, run: bool = True) -> Verdict:
 
 
 def _judge(graph: Path, config: Path | None, run: bool) -> Verdict:
-    module = load_frontend(graph, config).module
+    module = load_source(graph, config).module
     if not run:
         return Verdict("match")
     shapes = [p.shape for p in module.entry.parameters]
