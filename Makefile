@@ -20,8 +20,8 @@ test: install
 	$(PY) -m pytest -q -n $(JOBS)
 
 demo: install
-	$(AOTC) compile examples/mlp/mlp.pb -c examples/mlp/mlp.yaml -o build/mlp
-	$(CC) -O2 -Wall examples/mlp/main.c build/mlp.o -Ibuild -lm -o build/mlp_demo
+	$(AOTC) compile examples/mlp/mlp.pb -c configs/mlp.yaml -o build/mlp
+	$(CC) -std=c99 -O2 -Wall -Wextra -pedantic examples/mlp/main.c build/mlp.o -Ibuild -lm -o build/mlp_demo
 	./build/mlp_demo
 
 # Fuzzing (not a test): tools/fuzz for FUZZ_MINUTES, new findings minimized into tests/data/fuzz.

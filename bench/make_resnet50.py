@@ -5,7 +5,8 @@ Needs TensorFlow (a separate environment, as for tests/data/make_fixtures.py)::
 
     python bench/make_resnet50.py build/resnet50      # writes resnet50.pb + resnet50.yaml
 
-The graph is not committed: it is 100 MB. `make bench-compile` measures aotc on it.
+The graph is not committed: it is 100 MB. The README's compile figures come from
+``/usr/bin/time -v aotc compile build/resnet50.pb --no-cache``.
 """
 
 from __future__ import annotations

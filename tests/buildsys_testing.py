@@ -15,6 +15,7 @@ from fixtures import TF_DATA, assert_close, load_fixture
 REPO = Path(__file__).resolve().parent.parent
 BUILDSYS = Path(__file__).parent / "data" / "buildsys"
 EXAMPLE = REPO / "examples" / "mlp"
+CONFIGS = REPO / "configs"
 SAVEDMODEL = Path(__file__).parent / "data" / "savedmodel" / "module"
 AOTC = Path(sys.executable).with_name("aotc")  # the aotc of this test run's environment
 
@@ -25,7 +26,7 @@ def make_project(root: Path, *build_files: str) -> Path:
     (root / "models").mkdir(parents=True)
     for name in ("app.c", *build_files):
         shutil.copy(BUILDSYS / name, root / name)
-    for src in (EXAMPLE / "mlp.pb", EXAMPLE / "mlp.yaml", TF_DATA / "matmul.pb"):
+    for src in (EXAMPLE / "mlp.pb", CONFIGS / "mlp.yaml", TF_DATA / "matmul.pb"):
         shutil.copy(src, root / "models" / src.name)
     shutil.copy(TF_DATA / "matmul.yaml", root / "models" / "matmul.yaml")
     shutil.copytree(SAVEDMODEL, root / "models" / "module")

@@ -9,6 +9,7 @@ import numpy as np
 
 TF_DATA = Path(__file__).parent / "data" / "tf"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp"
+CONFIGS = Path(__file__).parent.parent / "configs"
 CONTROL_FLOW_DATA = Path(__file__).parent / "data" / "control_flow"
 HLO_DATA = Path(__file__).parent / "data" / "hlo"
 
@@ -46,7 +47,7 @@ def _arrays(path: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
 def load_example() -> Fixture:
     """The bundled example (examples/mlp) as a fixture named ``mlp``."""
     data = np.load(EXAMPLE / "expected.npz")
-    return Fixture("mlp", EXAMPLE / "mlp.pb", EXAMPLE / "mlp.yaml", [data["x"]], [data["y"]])
+    return Fixture("mlp", EXAMPLE / "mlp.pb", CONFIGS / "mlp.yaml", [data["x"]], [data["y"]])
 
 
 def _count(files: list[str], prefix: str) -> int:

@@ -99,7 +99,7 @@ def test_disk_cache_is_used_across_memory_clears(tmp_path: Path) -> None:
 
 def test_mlp_example_through_the_api() -> None:
     root = Path(__file__).resolve().parent.parent / "examples" / "mlp"
-    fn = aotc.compile(root / "mlp.pb", config=root / "mlp.yaml")
+    fn = aotc.compile(root / "mlp.pb", config=root.parent.parent / "configs" / "mlp.yaml")
     y = fn(x=np.zeros((1, 784), np.float32))
     assert isinstance(y, np.ndarray) and y.shape == (1, 10)
     np.testing.assert_allclose(y.sum(), 1.0, rtol=1e-5)  # a softmax

@@ -16,6 +16,7 @@ import aotc
 from aotc.cli import main
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mlp"
+CONFIGS = EXAMPLE.parent.parent / "configs"
 CC = os.environ.get("CC", "cc")
 
 
@@ -30,14 +31,18 @@ def run(*args: str | Path) -> tuple[int, str]:
 
 
 def test_emit_lib_with_a_depfile_links_with_cc(tmp_path: Path) -> None:
-    code, out = run("compile", EXAMPLE / "mlp.pb", "-o", "build/mlp", "--emit", "lib",
+    models = tmp_path / "models"  # the graph with its config beside it, found without -c
+    models.mkdir()
+    for source in (EXAMPLE / "mlp.pb", CONFIGS / "mlp.yaml"):
+        shutil.copy(source, models / source.name)
+    code, out = run("compile", models / "mlp.pb", "-o", "build/mlp", "--emit", "lib",
                     "--depfile", "build/mlp.d")  # fmt: skip
     assert code == 0 and "wrote build/libmlp.a and build/mlp.h" in out, out
     assert sorted(p.name for p in (tmp_path / "build").iterdir()) == ["libmlp.a", "mlp.d", "mlp.h"]
     depfile = (tmp_path / "build" / "mlp.d").read_text()
     rule = depfile.split("\n\n")[0]  # the sibling config is found and listed, with aotc's version
     assert rule.startswith("build/libmlp.a build/mlp.h:")
-    for dep in (EXAMPLE / "mlp.pb", EXAMPLE / "mlp.yaml", Path(aotc.__file__)):
+    for dep in (models / "mlp.pb", models / "mlp.yaml", Path(aotc.__file__)):
         assert str(dep) in rule
     cmd = [CC, "-O2", str(EXAMPLE / "main.c"), "-Ibuild", "-Lbuild", "-lmlp", "-lm", "-o", "app"]
     subprocess.run(cmd, check=True)
@@ -46,7 +51,8 @@ def test_emit_lib_with_a_depfile_links_with_cc(tmp_path: Path) -> None:
 
 def test_name_sets_the_c_prefix_and_is_part_of_the_cache_key(tmp_path: Path) -> None:
     for name in ("first", "second"):
-        code, out = run("compile", EXAMPLE / "mlp.pb", "-o", name, "--name", name)
+        code, out = run("compile", EXAMPLE / "mlp.pb", "-c", CONFIGS / "mlp.yaml", "-o", name,
+                        "--name", name)  # fmt: skip
         assert code == 0, out
         header = (tmp_path / f"{name}.h").read_text()
         assert f"int {name}_run(" in header and "mlp_run" not in header

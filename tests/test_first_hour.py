@@ -228,3 +228,48 @@ def test_run_takes_a_savedmodel_directory() -> None:
     code, output = run([*args, "--reference", "-d", "out"])
     assert code == 0, output
     assert "max |diff| vs reference" in output and (Path("out") / "output_0.npy").is_file()
+
+
+# ---- the demo, the README and the layout --------------------------------------------------------
+
+
+def test_demo_program_is_c99() -> None:
+    code, output = run(["compile", str(REPO / "examples/mlp/mlp.pb"), "-c",
+                        str(REPO / "configs/mlp.yaml"), "-o", "build/"])  # fmt: skip
+    assert code == 0, output
+    flags = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]
+    cmd = [CC, "-O2", *flags, str(REPO / "examples/mlp/main.c"), "build/mlp.o", "-Ibuild", "-lm"]
+    subprocess.run([*cmd, "-o", "demo"], check=True, capture_output=True, timeout=120)
+    done = subprocess.run(["./demo"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout
+
+
+def _make_recipe(target: str) -> list[str]:
+    text = (REPO / "Makefile").read_text()
+    recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.M)
+    assert recipe, target
+    return [line.strip() for line in recipe.group(1).splitlines()]
+
+
+def test_readme_demo_commands_are_the_makefiles() -> None:
+    readme = (REPO / "README.md").read_text()
+    for line in _make_recipe("demo"):
+        command = line.replace("$(AOTC)", "aotc").replace("$(CC)", "cc")
+        assert command in readme, f"README does not show the demo step {command!r}"
+
+
+def test_make_targets_named_in_docs_exist() -> None:
+    targets = set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M))
+    texts = [REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("bench/*.py")]
+    texts += [*REPO.glob("bench/*.md"), *REPO.glob("examples/**/*.c")]
+    for path in texts:
+        for target in re.findall(r"`make ([\w-]+)", path.read_text()):
+            assert target in targets, f"{path.name} names `make {target}`, which does not exist"
+
+
+def test_example_configs_live_in_configs_and_load() -> None:
+    configs = sorted((REPO / "configs").glob("*.yaml"))
+    assert configs and not list((REPO / "examples").rglob("*.yaml"))
+    for path in configs:
+        load_config(path)
+    assert "configs/mlp.yaml" in (REPO / "README.md").read_text()

@@ -74,8 +74,8 @@ def test_wheel_installs_and_compiles_from_another_folder(tmp_path: Path) -> None
     run([*pip, wheel], cwd=tmp_path)
     work = tmp_path / "elsewhere"
     (work / "aotc").mkdir(parents=True)  # the trap: a folder named aotc in the current one
-    for name in ("mlp.pb", "mlp.yaml", "main.c"):
-        shutil.copy(EXAMPLE / name, work / name)
+    for source in (EXAMPLE / "mlp.pb", REPO / "configs" / "mlp.yaml", EXAMPLE / "main.c"):
+        shutil.copy(source, work / source.name)
     where = run([python, "-c", "import aotc; aotc.compile; print(aotc.__file__)"], cwd=work)
     assert Path(where.strip()).is_relative_to(tmp_path / "venv")
     aotc_command = tmp_path / "venv" / "bin" / "aotc"

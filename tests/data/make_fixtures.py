@@ -19,7 +19,7 @@ For every fixture NAME it writes, under ``tests/data/tf/``:
   importing the GraphDef into a ``tf.compat.v1.Session``).
 
 Some fixtures also get ``NAME.pbtxt`` (text format, same graph).
-It also writes ``examples/mlp/{mlp.pb,mlp.yaml,expected.npz,expected.txt}`` and
+It also writes ``examples/mlp/{mlp.pb,expected.npz,expected.txt}``, ``configs/mlp.yaml`` and
 ``tests/data/tf/README.md``.
 
 Everything is seeded; rerunning gives byte-identical files with the same TF.
@@ -674,7 +674,7 @@ def main() -> int:
     keras_y = np.asarray(ex_model(ex.args[0]))
     np.testing.assert_allclose(ex.results[0], keras_y, rtol=1e-5, atol=1e-6)
     (EXAMPLE_DIR / "mlp.pb").write_bytes(ex.graph_def.SerializeToString(deterministic=True))
-    write_yaml(EXAMPLE_DIR / "mlp.yaml", "mlp", ex.feeds, ex.fetches)
+    write_yaml(REPO / "configs" / "mlp.yaml", "mlp", ex.feeds, ex.fetches)
     y = ex.results[0]
     write_npz(EXAMPLE_DIR / "expected.npz", {"x": ex.args[0], "y": y})
     (EXAMPLE_DIR / "expected.txt").write_text(
@@ -738,8 +738,9 @@ def main() -> int:
         ".tfenv/bin/python tests/data/make_fixtures.py",
         "```",
         "",
-        "The script also rewrites `examples/mlp/{mlp.pb,mlp.yaml,expected.npz,expected.txt}`",
-        "and this README. It is seeded; with the same TF version the output is byte-identical.",
+        "The script also rewrites `examples/mlp/{mlp.pb,expected.npz,expected.txt}`,",
+        "`configs/mlp.yaml` and this README. It is seeded; with the same TF version the output",
+        "is byte-identical.",
         "The other fixtures here come from sibling scripts with the same contract, each",
         "writing only its own files: `make_math_fixtures.py` (math, reductions, contractions,",
         "types), `make_array_fixtures.py` (shape and data movement, gather),",
