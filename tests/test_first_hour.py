@@ -17,6 +17,7 @@ from fixtures import TF_DATA
 
 import aotc
 from aotc.cli import BROKEN_PIPE_EXIT, main
+from aotc.codegen.target import TargetSpec, resolve_target
 from aotc.config import load_config
 from aotc.errors import ConfigError
 
@@ -143,6 +144,18 @@ def test_config_name_that_is_no_c_identifier_gets_a_note() -> None:
     (note,) = [line for line in output.splitlines() if line.startswith("aotc: note: ")]
     assert "'3-mlp'" in note and "m3_mlp_run" in note and "c.yaml" in note
     assert "int m3_mlp_run(" in Path("m.h").read_text()
+
+
+TYPOS = {"x86_64": ("+avx513f", "+avx512f"), "aarch64": ("+neom", "+neon")}
+
+
+def test_bad_target_feature_names_only_the_bad_one() -> None:
+    arch = resolve_target(TargetSpec()).triple.split("-")[0]
+    if arch not in TYPOS:
+        pytest.skip(f"no typo example for {arch}")
+    typo, meant = TYPOS[arch]  # the host: its 1,500-character feature string is in play
+    line = one_line_error(["compile", str(MLP), "--target-features", typo], repr(typo))
+    assert f"did you mean {meant!r}" in line and len(line) < 300
 
 
 # ---- inputs in formats aotc does not read ----------------------------------------------------

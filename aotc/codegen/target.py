@@ -16,6 +16,7 @@ into ``CodegenError``.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import tempfile
@@ -360,17 +361,50 @@ def _abi_name(spec: TargetSpec) -> str:
 
 
 def _check_warnings(warnings: str, spec: TargetSpec) -> None:
-    for line in warnings.splitlines():
-        if "is not a recognized processor" in line:
-            raise CodegenError(
-                f"unknown cpu '{spec.cpu}' for target triple '{spec.triple}' (try cpu 'generic')"
-            )
-        if "is not a recognized feature" in line:
-            feature = line.split("'")[1] if "'" in line else line
-            raise CodegenError(
-                f"unknown feature '{feature}' for target triple "
-                f"'{spec.triple}' (features: '{spec.features}')"
-            )
+    """LLVM's warnings about the cpu or features as one error naming only what is wrong (a
+    resolved host feature string runs to 1,500 characters), with the closest names LLVM has."""
+    lines = warnings.splitlines()
+    if any("is not a recognized processor" in line for line in lines):
+        hint = _closest(spec.cpu, _llvm_names(spec.triple).cpus) or "try cpu 'generic'"
+        raise CodegenError(f"unknown cpu '{spec.cpu}' for target triple '{spec.triple}' ({hint})")
+    bad = [line.split("'")[1] for line in lines if "is not a recognized feature" in line]
+    if bad:
+        known = _llvm_names(spec.triple).features
+        hints = [h for h in (_closest(f.lstrip("+-"), known, f[:1]) for f in bad) if h]
+        plural = "s" if len(bad) > 1 else ""
+        raise CodegenError(
+            f"unknown feature{plural} {', '.join(repr(f) for f in bad)} for target triple "
+            f"'{spec.triple}'" + (f" ({'; '.join(hints)})" if hints else "")
+        )
+
+
+@dataclass(frozen=True)
+class _LlvmNames:
+    cpus: tuple[str, ...]
+    features: tuple[str, ...]
+
+
+@functools.cache
+def _llvm_names(triple: str) -> _LlvmNames:
+    """The cpu and feature names LLVM knows for ``triple``: what ``-mattr=help`` prints."""
+    target = llvm.Target.from_triple(triple)
+    _, text = _capture_stderr(lambda: target.create_target_machine(features="+help"))
+    sections: dict[str, list[str]] = {"CPUs": [], "features": []}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("Available "):
+            current = sections.get(line.split()[1])
+        elif current is not None and line.startswith("  ") and not line.lstrip().startswith("-"):
+            current.append(line.split()[0])
+    return _LlvmNames(tuple(sections["CPUs"]), tuple(sections["features"]))
+
+
+def _closest(name: str, known: tuple[str, ...], sign: str = "") -> str:
+    """``did you mean '+avx512f'?`` for a close known name, else ""."""
+    close = difflib.get_close_matches(name, known, n=2)
+    if not close:
+        return ""
+    return f"{sign}{name}: did you mean {' or '.join(repr(sign + c) for c in close)}?"
 
 
 def _capture_stderr(fn: Callable[[], T]) -> tuple[T, str]:
