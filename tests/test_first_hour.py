@@ -100,9 +100,10 @@ def test_shape_option_sets_a_graphdef_feed_shape() -> None:
     [
         (
             ["--signature", "serving_default"],
-            ["--signature apply only to a SavedModel", "GraphDef"],
+            ["--signature applies only to a SavedModel", "GraphDef"],
         ),
-        (["--tag", "serve"], ["--tag apply only to a SavedModel directory"]),
+        (["--tag", "serve"], ["--tag applies only to a SavedModel directory"]),
+        (["--signature", "s", "--tag", "serve"], ["--signature and --tag apply only"]),
     ],
 )
 def test_savedmodel_options_on_a_graphdef_are_refused(args: list[str], needles: list[str]) -> None:
@@ -124,7 +125,7 @@ def test_api_errors_name_the_api_arguments() -> None:
     with pytest.raises(ConfigError) as err:
         aotc.compile(SAVED / "keras")
     assert "shapes={'features': (1, 8)}" in str(err.value) and "--shape" not in str(err.value)
-    with pytest.raises(aotc.errors.UsageError, match="signature= apply only"):
+    with pytest.raises(aotc.errors.UsageError, match="signature= applies only"):
         aotc.compile(MLP, signature="serving_default")
 
 

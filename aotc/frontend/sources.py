@@ -111,8 +111,9 @@ def check_options(kind: Format, options: SourceOptions, path: str | Path) -> Non
         given = [n for n, v in (("signature", options.signature), ("tags", options.tags)) if v]
         if given:
             names = " and ".join(options.spell(n) for n in given)
+            verb = "apply" if len(given) > 1 else "applies"
             raise UsageError(
-                f"{path}: {names} apply only to a SavedModel directory; this is {kind.value}"
+                f"{path}: {names} {verb} only to a SavedModel directory; this is {kind.value}"
             )
     if kind is not Format.GRAPHDEF and options.checkpoint:
         why = (
