@@ -7,13 +7,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from codegen_testing import run_and_compare
+from llvmlite import ir as llvm_ir
 
 import aotc
+from aotc.codegen.irtypes import VOID
+from aotc.codegen.loops import function_builder, loop_nest
+from aotc.errors import AotcError
+from aotc.frontend.limits import MAX_RANK
 from aotc.hlo import ir
 from aotc.hlo.evaluate import evaluate
+from aotc.hlo.fusion_plan import MAX_FUSION_DEPTH, recorded_plan
 from aotc.hlo.text import parse_module, print_module
 from aotc.hlo.verify import verify_module
 from aotc.passes import PipelineOptions, default_pipeline, schedule
+from aotc.passes.dump import render_dot
+from aotc.passes.dump_html import render_html
 from aotc.passes.fusion import Fusion
 from aotc.proto import aotc_tf_pb2 as pb
 
@@ -176,3 +185,172 @@ def test_list_schedule_work_is_linear_in_a_wide_graph(monkeypatch: pytest.Monkey
     order = schedule.greedy_schedule(module.entry, schedule.MemoryModel.of(module.entry))
     assert len(order) == len(module.entry.instructions)
     assert calls[0] <= 6 * len(order)
+
+
+NESTING = 1_200  # loops inside loops: deeper than Python's default recursion limit
+
+
+def _nested_loops(depth: int) -> str:
+    """``depth`` while loops, each body running the next loop once, then adding 1."""
+    out = ["HloModule nested"]
+    for k in range(depth, 0, -1):
+        out += [
+            f"cond{k} {{",
+            f"  c{k} = (s32[], f32[]) parameter(0)",
+            f"  i{k} = s32[] get-tuple-element(c{k}), index=0",
+            f"  one{k} = s32[] constant(1)",
+            f"  ROOT lt{k} = pred[] compare(i{k}, one{k}), direction=LT",
+            "}",
+            f"body{k} {{",
+            f"  b{k} = (s32[], f32[]) parameter(0)",
+            f"  bi{k} = s32[] get-tuple-element(b{k}), index=0",
+            f"  x{k} = f32[] get-tuple-element(b{k}), index=1",
+            f"  inc{k} = s32[] constant(1)",
+            f"  ni{k} = s32[] add(bi{k}, inc{k})",
+        ]
+        value = f"x{k}"
+        if k < depth:
+            out += [
+                f"  z{k} = s32[] constant(0)",
+                f"  t{k} = (s32[], f32[]) tuple(z{k}, x{k})",
+                f"  w{k} = (s32[], f32[]) while(t{k}), condition=cond{k + 1}, body=body{k + 1}",
+                f"  wx{k} = f32[] get-tuple-element(w{k}), index=1",
+            ]
+            value = f"wx{k}"
+        out += [
+            f"  f{k} = f32[] constant(1)",
+            f"  nx{k} = f32[] add({value}, f{k})",
+            f"  ROOT r{k} = (s32[], f32[]) tuple(ni{k}, nx{k})",
+            "}",
+        ]
+    out += [
+        "ENTRY main {",
+        "  x = f32[] parameter(0)",
+        "  z = s32[] constant(0)",
+        "  t = (s32[], f32[]) tuple(z, x)",
+        "  w = (s32[], f32[]) while(t), condition=cond1, body=body1",
+        "  y = f32[] get-tuple-element(w), index=1",
+        "  ROOT out = (f32[]) tuple(y)",
+        "}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def test_loops_nested_1200_deep_verify_print_evaluate_dump_and_compile(tmp_path: Path) -> None:
+    text = _nested_loops(NESTING)
+    module = parse_module(text)
+    verify_module(module)
+    assert print_module(parse_module(print_module(module))) == print_module(module)
+    want = np.float32(0.5 + NESTING)
+    assert evaluate(module, [np.float32(0.5)]) == [want]
+    assert "<svg" in render_html(module) and "digraph" in render_dot(module)
+    path = tmp_path / "nested.hlo"
+    path.write_text(text)
+    assert aotc.compile(path, cache=False)(np.float32(0.5)) == want
+
+
+def _fused_chain(depth: int, dot: bool = False) -> str:
+    """A fused computation ``depth`` instructions deep (a dot first, for an output fusion)."""
+    shape = "f32[8,16]"
+    lines = ["HloModule deep", "fused_computation {", f"  p = {shape} parameter(0)"]
+    prev = "p"
+    if dot:
+        lines += [
+            "  w = f32[16,16] parameter(1)",
+            f"  d = {shape} dot(p, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}",
+        ]
+        prev = "d"
+    for i in range(depth - dot):
+        lines.append(f"  n{i} = {shape} {'negate' if i % 2 else 'abs'}({prev})")
+        prev = f"n{i}"
+    lines[-1] = "  ROOT" + lines[-1][1:]
+    operands = "x, w" if dot else "x"
+    kind = "kOutput" if dot else "kLoop"
+    lines += [
+        "}",
+        "ENTRY main {",
+        f"  x = {shape} parameter(0)",
+        *(["  w = f32[16,16] parameter(1)"] if dot else []),
+        f"  f = {shape} fusion({operands}), kind={kind}, calls=fused_computation",
+        f"  ROOT out = ({shape}) tuple(f)",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("dot", [False, True], ids=["loop", "output"])
+def test_fusion_at_the_depth_bound_is_emitted_as_one_kernel(dot: bool) -> None:
+    """The fused emitter composes one generator per level: at the bound it must still fit
+    in Python's default recursion limit, as one kernel (the plan is kept)."""
+    module = parse_module(_fused_chain(MAX_FUSION_DEPTH, dot))
+    fusion = next(i for i in module.entry.instructions if i.opcode is ir.Opcode.FUSION)
+    assert recorded_plan(fusion) is not None
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(p.array_shape.dims).astype(np.float32)
+            for p in module.entry.parameters]  # fmt: skip
+    run_and_compare(module, args, rtol=1e-5)
+
+
+def test_deeper_input_fusion_is_inlined_and_fused_again(tmp_path: Path) -> None:
+    """5,000 levels: no plan (no generator recursion that deep); the call inliner inlines it."""
+    text = _fused_chain(5_000)
+    module = parse_module(text)
+    fusion = next(i for i in module.entry.instructions if i.opcode is ir.Opcode.FUSION)
+    assert recorded_plan(fusion) is None
+    path = tmp_path / "deep.hlo"
+    path.write_text(text)
+    x = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    np.testing.assert_array_equal(aotc.compile(path, cache=False)(x), -np.abs(x))
+
+
+def test_loop_nest_of_any_rank_needs_no_recursion() -> None:
+    module = llvm_ir.Module("nest")
+    fn = llvm_ir.Function(module, llvm_ir.FunctionType(VOID, []), "nest")
+    b = function_builder(fn)
+    with loop_nest(b, [2] * 1_500 + [1]) as index:
+        assert len(index) == 1_501
+    b.ret_void()
+    assert str(module).count("icmp slt") == 1_500
+
+
+def test_rank_above_the_limit_is_an_error(tmp_path: Path) -> None:
+    dims = ",".join(["1"] * (MAX_RANK + 1))
+    path = tmp_path / "rank.hlo"
+    path.write_text(f"HloModule r\nENTRY m {{\n  x = f32[{dims}] parameter(0)\n"
+                    f"  ROOT n = f32[{dims}] negate(x)\n}}\n")  # fmt: skip
+    with pytest.raises(AotcError, match=f"rank {MAX_RANK + 1}; aotc supports ranks up to"):
+        aotc.compile(path, cache=False)
+
+
+def _nested_functions(depth: int) -> pb.GraphDef:
+    """``call`` runs f0; f_k(a) = -f_{k+1}(a), the last one -a: ``depth`` negations."""
+    g = pb.GraphDef()
+    x = g.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.DT_FLOAT
+    x.attr["shape"].shape.dim.add(size=2)
+    _call(g.node.add(name="call", op="PartitionedCall", input=["x"]), "f0")
+    for k in range(depth):
+        f = g.library.function.add()
+        f.signature.name = f"f{k}"
+        f.signature.input_arg.add(name="a", type=pb.DT_FLOAT)
+        f.signature.output_arg.add(name="o", type=pb.DT_FLOAT)
+        operand = "a"
+        if k + 1 < depth:
+            _call(f.node_def.add(name="c", op="PartitionedCall", input=["a"]), f"f{k + 1}")
+            operand = "c:output:0"
+        _float_attr(f.node_def.add(name="n", op="Neg", input=[operand]))
+        f.ret["o"] = "n:y:0"
+    return g
+
+
+def _call(node: pb.NodeDef, function: str) -> None:
+    node.attr["f"].func.name = function
+    node.attr["Tin"].list.type.append(pb.DT_FLOAT)
+    node.attr["Tout"].list.type.append(pb.DT_FLOAT)
+
+
+def test_functions_nested_1501_deep_are_inlined(tmp_path: Path) -> None:
+    path = tmp_path / "nested.pb"
+    path.write_bytes(_nested_functions(1_501).SerializeToString())
+    x = np.array([1.0, -2.0], np.float32)
+    np.testing.assert_array_equal(aotc.compile(path, cache=False)(x), -x)

@@ -8,7 +8,7 @@ loops.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from llvmlite import ir
 
@@ -62,25 +62,12 @@ def loop_nest(
 ) -> Iterator[list[ir.Value]]:
     """Nested ``for_range`` loops over ``dims`` (outermost first); yields the multi-index.
 
-    Dimensions of size 1 get no loop (their index is the constant 0).
+    Dimensions of size 1 get no loop (their index is the constant 0). The loops are entered
+    on one ``ExitStack``, so a nest costs no recursion whatever its rank.
     """
-    with _nest(builder, list(dims), name, 0) as index:
+    with ExitStack() as loops:
+        index = [
+            i64(0) if size == 1 else loops.enter_context(for_range(builder, size, f"{name}{d}"))
+            for d, size in enumerate(dims)
+        ]
         yield index
-
-
-@contextmanager
-def _nest(
-    builder: ir.IRBuilder, dims: list[int], name: str, depth: int
-) -> Iterator[list[ir.Value]]:
-    if depth == len(dims):
-        yield []
-        return
-    if dims[depth] == 1:
-        with _nest(builder, dims, name, depth + 1) as inner:
-            yield [i64(0), *inner]
-        return
-    with (
-        for_range(builder, dims[depth], f"{name}{depth}") as outer,
-        _nest(builder, dims, name, depth + 1) as inner,
-    ):
-        yield [outer, *inner]

@@ -1,4 +1,5 @@
-"""Size limits that keep compiled code in range: no tensor over ``MAX_TENSOR_BYTES``.
+"""Size limits that keep compiled code in range: no tensor over ``MAX_TENSOR_BYTES``, none of
+rank over ``MAX_RANK``.
 
 Generated code indexes with 64-bit integers and the C header states byte sizes as ``size_t``
 constants; a Placeholder of shape ``[2**40, 2**40]`` would overflow both and ask the caller for
@@ -18,6 +19,7 @@ from aotc.hlo.ir import Module
 from aotc.hlo.shape import Shape
 
 MAX_TENSOR_BYTES = MAX_BYTES  # 2 GiB, the same cap as for constants
+MAX_RANK = 64  # numpy's: the reference evaluator (constant folding) computes with numpy arrays
 
 
 def check_feed_sizes(feeds: Iterable[tuple[str, np.dtype, tuple[int, ...]]], where: str) -> None:
@@ -43,6 +45,8 @@ def _count(shape: tuple[int, ...]) -> int:
 
 
 def _check(what: str, dims: list[int], nbytes: int) -> None:
+    if len(dims) > MAX_RANK:
+        raise ShapeError(f"{what} has rank {len(dims)}; aotc supports ranks up to {MAX_RANK}")
     if nbytes > MAX_TENSOR_BYTES:
         raise ShapeError(
             f"{what} of shape {dims} needs {nbytes} bytes; aotc refuses tensors over "

@@ -29,6 +29,10 @@ Three shapes of group are accepted:
 Expensive members (exp, divide, ...) must be computed once per element: never under an
 expanding broadcast, and never from two loops of a row group (the reduce loop and the outer
 loop) -- recomputing them there is not free the way a common subexpression in one loop is.
+
+The fused emitter composes element generators, one call per level of operands, so a fused
+computation more than ``MAX_FUSION_DEPTH`` instructions deep has no plan (the call inliner
+then inlines it and the fusion pass, whose groups are smaller, fuses it again).
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ from aotc.hlo.ir import (
     post_order_within,
 )
 from aotc.hlo.opcodes import CONTRACTIONS, DATA_MOVEMENT, ELEMENTWISE, EXPENSIVE
+
+#: The longest operand path in a fused computation that has a plan: composing its element
+#: generators nests a few Python frames per level, and this keeps them far from the limit.
+MAX_FUSION_DEPTH = 200
 
 #: Opcodes a loop or row group may contain (the elemental emitter has generators for them).
 ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT}
@@ -94,8 +102,19 @@ class _Group:
 def plan_computation(comp: Computation) -> FusionPlan | None:
     """The plan of a fused computation (its parameters are not members), or None."""
     members = [i for i in comp.instructions if i.opcode is not Opcode.PARAMETER]
+    if _depth(comp.root, members) > MAX_FUSION_DEPTH:
+        return None
     plan = plan_group(members, comp.root)
     return outlined(comp, plan) if plan is not None else None
+
+
+def _depth(root: Instruction, members: Collection[Instruction]) -> int:
+    """The number of members on the longest operand path from ``root``."""
+    ids = {id(m) for m in members}
+    depth: dict[int, int] = {}
+    for m in post_order_within(root, members):
+        depth[id(m)] = 1 + max((depth[id(op)] for op in m.operands if id(op) in ids), default=0)
+    return depth.get(id(root), 0)
 
 
 def outlined(comp: Computation, plan: FusionPlan) -> FusionPlan:

@@ -9,6 +9,7 @@ their signatures, dimensions, literal, re-inferred shape). The first problem fou
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -82,9 +83,9 @@ def _unique_names(ctx: _Context) -> None:
                     f"computation {seen[inst.name].name})",
                 )
             seen[inst.name] = comp
-    comp_names = [c.name for c in ctx.module.computations]
+    comp_names = Counter(c.name for c in ctx.module.computations)
     for comp in ctx.module.computations:
-        if comp_names.count(comp.name) > 1:
+        if comp_names[comp.name] > 1:
             _fail(comp, "", "computation name is used twice in the module")
 
 
@@ -98,19 +99,22 @@ def _acyclic_calls(ctx: _Context) -> None:
 def _check_calls_from(start: Computation, done: set[int]) -> None:
     """Depth-first over the computations ``start`` calls (iterative: loops nest deeply)."""
     path: list[Computation] = [start]
+    on_path = {id(start)}
     calls: list[Iterator[tuple[Instruction, Computation]]] = [_calls(start)]
     while path:
         step = next(calls[-1], None)
         if step is None:
-            done.add(id(path.pop()))
+            done.add(id(path[-1]))
+            on_path.discard(id(path.pop()))
             calls.pop()
             continue
         inst, callee = step
-        if any(c is callee for c in path):
+        if id(callee) in on_path:
             chain = " -> ".join(c.name for c in (*path, callee))
             _fail(path[-1], inst.name, f"calls {callee.name}, which calls it back: {chain}")
         if id(callee) not in done:
             path.append(callee)
+            on_path.add(id(callee))
             calls.append(_calls(callee))
 
 

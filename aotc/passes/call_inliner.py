@@ -4,6 +4,10 @@ JAX emits a ``call`` for every inner jitted function (``jax.nn.relu``, a model's
 first, this pass leaves flat computations for every later pass to see whole. Calls inside the
 copies are inlined in the same walk (a worklist, not recursion), so nested helpers flatten at
 once; computations nothing calls any more are dropped.
+
+A ``fusion`` read from HLO text that the fused emitter has no plan for (XLA's multi-output
+fusions, fusions deeper than ``MAX_FUSION_DEPTH``, fusions of fusions) is a call too: it is
+inlined, and the fusion pass fuses its instructions again by aotc's own plan.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from aotc.hlo.builder import NameUniquer
+from aotc.hlo.fusion_plan import recorded_plan
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode, parameter_number
 from aotc.passes.dce import remove_unreachable_computations
 from aotc.passes.rewrite import copy_instructions, module_names, remove_dead
@@ -19,7 +24,8 @@ from aotc.passes.rewrite import copy_instructions, module_names, remove_dead
 
 @dataclass(frozen=True)
 class CallInliner:
-    """Replace each ``call`` by a copy of its computation's instructions."""
+    """Replace each ``call``, and each fusion without a plan, by a copy of its computation's
+    instructions."""
 
     name: ClassVar[str] = "call-inliner"
 
@@ -40,7 +46,7 @@ def inline_calls(comp: Computation, names: NameUniquer) -> bool:
         inst = pending.pop()
         if any(id(o) in forward for o in inst.operands):
             inst.operands = [_resolve(forward, o) for o in inst.operands]
-        if inst.opcode is not Opcode.CALL:
+        if not _inlined(inst):
             placed.append(inst)
             continue
         callee = inst.called[0]
@@ -54,6 +60,12 @@ def inline_calls(comp: Computation, names: NameUniquer) -> bool:
     comp.root = _resolve(forward, comp.root)
     remove_dead(comp)
     return True
+
+
+def _inlined(inst: Instruction) -> bool:
+    if inst.opcode is Opcode.FUSION:
+        return recorded_plan(inst) is None
+    return inst.opcode is Opcode.CALL
 
 
 def _resolve(forward: dict[int, Instruction], inst: Instruction) -> Instruction:

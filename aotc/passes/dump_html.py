@@ -82,16 +82,92 @@ class Layout:
 
 def layout(graph: Graph) -> Layout:
     """Boxes for every node and cluster; each cluster is laid out inside, then placed as one
-    block in the enclosing level, so clusters never overlap other nodes."""
-    result = _layout_block(graph, None)
-    _shift(result, MARGIN, MARGIN)
-    return result
+    block in the enclosing level, so clusters never overlap other nodes.
+
+    Levels are laid out innermost first, each in its own coordinates, and made absolute in one
+    walk down from the top, so fusions and loop bodies may nest to any depth at linear cost.
+    """
+    nodes = {n.key: n for n in graph.nodes}
+    levels = _levels(graph)
+    inner_first = _innermost_first(graph)
+    blocks: dict[str | None, Layout] = {}
+    for cluster in [*inner_first, None]:
+        items, edges = levels.get(cluster, ([], []))
+        blocks[cluster] = _layout_block(items, edges, blocks, nodes)
+    return _absolute(graph, blocks, inner_first)
 
 
-def _layout_block(graph: Graph, cluster: str | None) -> Layout:
-    items, edges = _items(graph, cluster)
-    inner = {c: _layout_block(graph, c) for c in items if c in graph.clusters}
-    sizes = {i: _item_size(graph, i, inner) for i in items}
+def _innermost_first(graph: Graph) -> list[str]:
+    """Every cluster after the clusters inside it."""
+    depth: dict[str | None, int] = {None: 0}
+    for cluster in graph.clusters:
+        chain: list[str] = []
+        at: str | None = cluster
+        while at not in depth:
+            assert at is not None
+            chain.append(at)
+            at = graph.parents[at]
+        for c in reversed(chain):
+            depth[c] = depth[graph.parents[c]] + 1
+    return sorted(graph.clusters, key=lambda c: -depth[c])
+
+
+Level = tuple[list[str], list[tuple[str, str]]]
+
+
+def _levels(graph: Graph) -> dict[str | None, Level]:
+    """Per cluster (None: the top): its items -- its nodes and child clusters, in graph order
+    -- and the edges between them (an edge belongs to the level where its ends diverge)."""
+    items: dict[str | None, dict[str, None]] = {}
+    for node in graph.nodes:
+        item, level = node.key, node.cluster
+        while item not in items.setdefault(level, {}):  # an earlier node registered the rest
+            items[level][item] = None
+            if level is None:
+                break
+            item, level = level, graph.parents[level]
+    owner = {n.key: n.cluster for n in graph.nodes}
+    edges: dict[str | None, list[tuple[str, str]]] = {}
+    for e in graph.edges:
+        level, a, b = _diverging(graph, e.src, owner[e.src], e.dst, owner[e.dst])
+        if a != b:
+            edges.setdefault(level, []).append((a, b))
+    return {level: (list(keys), edges.get(level, [])) for level, keys in items.items()}
+
+
+def _diverging(
+    graph: Graph, a: str, a_at: str | None, b: str, b_at: str | None
+) -> tuple[str | None, str, str]:
+    """The innermost level containing both ends, and the item standing for each end there."""
+    depth_a, depth_b = _depth(graph, a_at), _depth(graph, b_at)
+    for _ in range(depth_a - depth_b):
+        assert a_at is not None
+        a, a_at = a_at, graph.parents[a_at]
+    for _ in range(depth_b - depth_a):
+        assert b_at is not None
+        b, b_at = b_at, graph.parents[b_at]
+    while a_at != b_at:
+        assert a_at is not None and b_at is not None
+        a, a_at = a_at, graph.parents[a_at]
+        b, b_at = b_at, graph.parents[b_at]
+    return a_at, a, b
+
+
+def _depth(graph: Graph, cluster: str | None) -> int:
+    depth = 0
+    while cluster is not None:
+        cluster, depth = graph.parents[cluster], depth + 1
+    return depth
+
+
+def _layout_block(
+    items: list[str],
+    edges: list[tuple[str, str]],
+    blocks: dict[str | None, Layout],
+    nodes: dict[str, Node],
+) -> Layout:
+    """One level in its own coordinates: node boxes, and boxes of the clusters it holds."""
+    sizes = {i: _item_size(nodes, i, blocks) for i in items}
     rows = _order_rows(_layers(items, edges), edges)
     out = Layout()
     widths = [sum(sizes[i][0] for i in row) + H_GAP * (len(row) - 1) for row in rows]
@@ -100,57 +176,37 @@ def _layout_block(graph: Graph, cluster: str | None) -> Layout:
     for row, row_width in zip(rows, widths, strict=True):
         x = (out.width - row_width) / 2
         for item in row:
-            _place(out, item, Box(x, y, *sizes[item]), inner)
+            (out.clusters if item in blocks else out.nodes)[item] = Box(x, y, *sizes[item])
             x += sizes[item][0] + H_GAP
         y += max(sizes[i][1] for i in row) + V_GAP
     out.height = max(y - V_GAP, 0.0)
     return out
 
 
-def _items(graph: Graph, cluster: str | None) -> tuple[list[str], list[tuple[str, str]]]:
-    """The level's items (its nodes and child clusters, in graph order) and edges between them."""
-
-    def item_of(key: str) -> str | None:
-        at: str | None = owner[key]
-        if at == cluster:
-            return key
-        while at is not None and graph.parents[at] != cluster:
-            at = graph.parents[at]
-        return at
-
-    owner: dict[str, str | None] = {n.key: n.cluster for n in graph.nodes}
-    items = list(dict.fromkeys(i for n in graph.nodes if (i := item_of(n.key)) is not None))
-    edges = []
-    for e in graph.edges:
-        a, b = item_of(e.src), item_of(e.dst)
-        if a is not None and b is not None and a != b:
-            edges.append((a, b))
-    return items, edges
-
-
-def _item_size(graph: Graph, item: str, inner: dict[str, Layout]) -> tuple[float, float]:
-    if item in inner:
-        block = inner[item]
+def _item_size(
+    nodes: dict[str, Node], item: str, blocks: dict[str | None, Layout]
+) -> tuple[float, float]:
+    if item in blocks:
+        block = blocks[item]
         return block.width + 2 * CLUSTER_PAD, block.height + 2 * CLUSTER_PAD + LINE_H
-    node = next(n for n in graph.nodes if n.key == item)
+    node = nodes[item]
     return max(len(line) for line in node.lines) * CHAR_W + 2 * PAD, len(node.lines) * LINE_H + PAD
 
 
-def _place(out: Layout, item: str, box: Box, inner: dict[str, Layout]) -> None:
-    if item not in inner:
-        out.nodes[item] = box
-        return
-    block = inner[item]
-    _shift(block, box.x + CLUSTER_PAD, box.y + CLUSTER_PAD + LINE_H)
-    out.nodes.update(block.nodes)
-    out.clusters.update(block.clusters)
-    out.clusters[item] = box
-
-
-def _shift(block: Layout, dx: float, dy: float) -> None:
-    for box in [*block.nodes.values(), *block.clusters.values()]:
-        box.x += dx
-        box.y += dy
+def _absolute(graph: Graph, blocks: dict[str | None, Layout], inner_first: list[str]) -> Layout:
+    """Every box in page coordinates: each level's origin is its cluster box's inside."""
+    top = blocks[None]
+    out = Layout(width=top.width, height=top.height)
+    origin: dict[str | None, tuple[float, float]] = {None: (MARGIN, MARGIN)}
+    for level in [None, *reversed(inner_first)]:
+        dx, dy = origin[level]
+        block = blocks[level]
+        for key, box in block.nodes.items():
+            out.nodes[key] = Box(box.x + dx, box.y + dy, box.w, box.h)
+        for key, box in block.clusters.items():
+            out.clusters[key] = placed = Box(box.x + dx, box.y + dy, box.w, box.h)
+            origin[key] = (placed.x + CLUSTER_PAD, placed.y + CLUSTER_PAD + LINE_H)
+    return out
 
 
 def _layers(items: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:

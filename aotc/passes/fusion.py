@@ -22,7 +22,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from aotc.hlo.builder import NameUniquer
-from aotc.hlo.fusion_plan import ELEMENTAL, FusionPlan, keeps_plan, outlined, plan_group
+from aotc.hlo.fusion_plan import (
+    ELEMENTAL,
+    MAX_FUSION_DEPTH,
+    FusionPlan,
+    keeps_plan,
+    outlined,
+    plan_group,
+)
 from aotc.hlo.ir import (
     Computation,
     FusionAttrs,
@@ -53,6 +60,7 @@ class FusionGroup:
     members: list[Instruction]
     plan: FusionPlan
     users: dict[int, list[Instruction]] = field(repr=False)  # of the whole computation
+    limit: int = field(repr=False)  # members at most: the fused emitter's depth bound holds
     absorbed: set[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +96,10 @@ class Fusion:
     name: str = "fusion"
     max_members: int = 128  # bounds compile time of one kernel, not correctness
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_members <= MAX_FUSION_DEPTH:
+            raise ValueError(f"max_members must be in 1..{MAX_FUSION_DEPTH}")
+
     def run(self, module: Module) -> bool:
         changed = False
         for comp in module.sequential_computations():  # loop bodies and branches too
@@ -109,7 +121,7 @@ def find_groups(comp: Computation, max_members: int = 128) -> list[FusionGroup]:
         plan = plan_group([inst], inst)
         if plan is None:
             continue  # no group with this root is compilable (e.g. a variadic reduce)
-        group = _grow(FusionGroup(inst, [inst], plan, users), group_of, max_members)
+        group = _grow(FusionGroup(inst, [inst], plan, users, max_members), group_of)
         if len(group.members) > 1:
             groups.append(group)
             for m in group.members:
@@ -135,15 +147,16 @@ def _dead(
     )
 
 
-def _grow(group: FusionGroup, group_of: dict[int, FusionGroup], max_members: int) -> FusionGroup:
+def _grow(group: FusionGroup, group_of: dict[int, FusionGroup]) -> FusionGroup:
     # Rounds over the members, as XLA's fusion does; only members with a producer that may
     # still join are visited, so a long chain costs its length, not its length squared.
     pending = list(group.members)
-    while pending and len(group.members) < max_members:
+    while pending and len(group.members) < group.limit:
         count = len(group.members)
-        for member in pending:
-            for producer in dict.fromkeys(member.operands):
-                _try_add(group, producer, group_of)
+        for producer in [p for m in pending for p in dict.fromkeys(m.operands)]:
+            if len(group.members) >= group.limit:
+                break
+            _try_add(group, producer, group_of)
         if len(group.members) == count:
             break
         candidates = [*pending, *group.members[count:]]
@@ -206,9 +219,11 @@ def _closure(
     group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]
 ) -> list[Instruction]:
     """``producer`` and every producer below it that could join along with it."""
-    trial = FusionGroup(group.root, [*group.members, producer], group.plan, group.users)
+    trial = FusionGroup(
+        group.root, [*group.members, producer], group.plan, group.users, group.limit
+    )
     pending = [producer]
-    while pending and len(trial.members) < 2 * len(group.members) + 64:
+    while pending and len(trial.members) < min(2 * len(group.members) + 64, group.limit):
         for op in dict.fromkeys(pending.pop().operands):
             if _joinable(trial, op, group_of):
                 trial.add([op])
