@@ -23,7 +23,7 @@ ALLOWED = {
     "driver": {"frontend", "passes", "codegen", "hlo", "base"},
     "cli": {"driver", "frontend", "passes", "codegen", "hlo", "base"},
 }
-BASE = {"errors", "abi", "registry", "atomic", "proto", "config", "tensor_ref"}
+BASE = {"errors", "abi", "registry", "atomic", "proto", "config", "tensor_ref", "progress"}
 FRONTEND = {"tf2xla_config"}  # tfcompile's config format, read with the front end's dtype tables
 
 
@@ -41,14 +41,38 @@ def layer_of(module: str) -> str:
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every aotc module ``path`` imports, relative and ``from aotc import x`` forms included."""
     tree = ast.parse(path.read_text(), str(path))
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
+        if isinstance(node, ast.ImportFrom):
+            package = _absolute(path, node.module, node.level)
+            found.append((node.lineno, package))
+            # `from aotc.pkg import mod` imports the submodule aotc.pkg.mod where one exists
+            found += [
+                (node.lineno, f"{package}.{alias.name}")
+                for alias in node.names
+                if _is_module(f"{package}.{alias.name}")
+            ]
         elif isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
     return [(line, name) for line, name in found if name == "aotc" or name.startswith("aotc.")]
+
+
+def _absolute(path: Path, module: str | None, level: int) -> str:
+    """The absolute module of ``from <dots><module> import ...`` written in ``path``."""
+    if level == 0:
+        return module or ""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split(".")[1:])
+    return (ROOT / rel).with_suffix(".py").is_file() or (ROOT / rel / "__init__.py").is_file()
 
 
 def _module_name(path: Path) -> str:
@@ -72,5 +96,8 @@ def test_imports_follow_the_layers() -> None:
 def test_the_contract_itself() -> None:
     assert layer_of("aotc.hlo.ir") == "hlo" and layer_of("aotc.errors") == "base"
     assert layer_of("aotc.driver") == "driver" and layer_of("aotc.cli") == "cli"
+    here = ROOT / "passes" / "fusion.py"
+    assert _absolute(here, None, 1) == "aotc.passes" and _absolute(here, "hlo", 2) == "aotc.hlo"
+    assert _is_module("aotc.progress") and not _is_module("aotc.__version__")
     for layer, allowed in ALLOWED.items():
         assert layer not in allowed and allowed <= set(ALLOWED)
