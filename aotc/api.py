@@ -15,6 +15,7 @@ config, options and aotc version) returns the same ``CompiledFunction`` at once.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -141,12 +142,14 @@ def compile(  # noqa: A001 - aotc.compile mirrors the CLI's `aotc compile`
         api=True,
     )
     policy = CachePolicy(enabled=cache, disk=cache_dir is not None, folder=cache_dir, memory=True)
-    result, hit = compile_cached(model, config, options=options, policy=policy)
+    result, outcome = compile_cached(model, config, options=options, policy=policy)
+    for line in outcome.warnings:
+        warnings.warn(line, RuntimeWarning, stacklevel=2)
     if not cache:
-        return CompiledFunction(result, hit)
+        return CompiledFunction(result, outcome.hit)
     fn = _FUNCTIONS.get(id(result))
     if fn is None or fn.result is not result:
-        fn = _FUNCTIONS[id(result)] = CompiledFunction(result, hit)
+        fn = _FUNCTIONS[id(result)] = CompiledFunction(result, outcome.hit)
     return fn
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from aotc.cache import CachePolicy, compile_cached
+from aotc.cache import CacheOutcome, CachePolicy, compile_cached
 from aotc.driver import CompileResult, SourceOptions, TargetOverrides
 from aotc.errors import UsageError
 from aotc.outputs import Outputs, output_prefix, write_outputs
@@ -80,16 +80,16 @@ def plan_jobs(
     ]
 
 
-def compile_job(job: CompileJob, settings: CompileSettings) -> tuple[CompileResult, bool]:
-    """Compile one model and write its files; returns the result and whether it was cached."""
+def compile_job(job: CompileJob, settings: CompileSettings) -> tuple[CompileResult, CacheOutcome]:
+    """Compile one model and write its files; returns the result and where it came from."""
     s = settings
-    result, hit = compile_cached(job.graph, job.config, s.target, s.options, s.passes, s.policy)
+    result, outcome = compile_cached(job.graph, job.config, s.target, s.options, s.passes, s.policy)
     write_outputs(result.model, job.outputs, job.graph, job.config, s.options.checkpoint)
-    return result, hit
+    return result, outcome
 
 
-def _worker(job: CompileJob, settings: CompileSettings) -> bool:
-    # Only the cache flag goes back: the parent needs no object bytes.
+def _worker(job: CompileJob, settings: CompileSettings) -> CacheOutcome:
+    # Only the cache outcome goes back: the parent needs no object bytes.
     return compile_job(job, settings)[1]
 
 
@@ -97,7 +97,7 @@ def compile_jobs(
     jobs: Sequence[CompileJob],
     settings: CompileSettings,
     workers: int,
-    finished: Callable[[CompileJob, Future[bool]], None],
+    finished: Callable[[CompileJob, Future[CacheOutcome]], None],
 ) -> None:
     """Compile ``jobs`` in up to ``workers`` processes; ``finished(job, future)`` is called in
     this process as each one ends (``future.result()`` re-raises the job's error). Workers are

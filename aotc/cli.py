@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from datetime import datetime
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,9 +25,17 @@ from aotc.batch import (
     graph_paths,
     plan_jobs,
 )
-from aotc.cache import CachePolicy
+from aotc.cache import CacheOutcome, CachePolicy
+from aotc.cache_folder import (
+    MAX_BYTES_ENV,
+    DiskCache,
+    EntryFile,
+    UnsafeCacheFolder,
+    format_size,
+    parse_size,
+)
 from aotc.driver import CompileResult, SourceOptions, TargetOverrides, pipeline_options
-from aotc.errors import AotcError, UsageError
+from aotc.errors import AotcError, OutputError, UsageError
 from aotc.outputs import EMITS
 from aotc.report import write_report
 
@@ -185,15 +194,31 @@ def signature_options(fn: F) -> F:
     return click.option("--signature", help=signature_help)(fn)
 
 
-def cache_options(fn: F) -> F:
-    """``--cache-dir`` and ``--no-cache``: the compilation cache."""
-    fn = click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")(fn)
+def cache_dir_option(fn: F) -> F:
+    """``--cache-dir``: the compilation cache's folder."""
     return click.option(
         "--cache-dir",
         metavar="DIR",
         help="Compilation cache folder. Default: $AOTC_CACHE_DIR, else $XDG_CACHE_HOME/aotc, "
         "else ~/.cache/aotc.",
     )(fn)
+
+
+def cache_options(fn: F) -> F:
+    """``--cache-dir``, ``--cache-max`` and ``--no-cache``: the compilation cache."""
+    fn = click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")(fn)
+    fn = click.option(
+        "--cache-max",
+        metavar="SIZE",
+        help=f"Size cap of the cache folder (e.g. 500M, 2G); the least recently used entries "
+        f"go first. Default: ${MAX_BYTES_ENV}, else 2G.",
+    )(fn)
+    return cache_dir_option(fn)
+
+
+def size_option(text: str | None, flag: str) -> int | None:
+    """A size option's bytes; None when not given."""
+    return None if text is None else parse_size(text, flag)
 
 
 def pass_options(fn: F) -> F:
@@ -358,6 +383,7 @@ def compile_command(
     shapes: tuple[str, ...],
     checkpoint: str | None,
     cache_dir: str | None,
+    cache_max: str | None,
     no_cache: bool,
     dump_to: str | None = None,
     dump_pass_re: str | None = None,
@@ -394,17 +420,33 @@ def compile_command(
         TargetOverrides(target_triple, target_cpu, target_features),
         replace(source_options(signature, tags, shapes, checkpoint), name=name),
         pipeline_options(dump_to, dump_pass_re, formats, disabled_passes),
-        CachePolicy(enabled=not no_cache, folder=cache_dir),
+        CachePolicy(
+            enabled=not no_cache, folder=cache_dir, max_bytes=size_option(cache_max, "--cache-max")
+        ),
     )
     todo = plan_jobs(paths, config, output, output_dir, emit, depfile)
     if len(todo) > 1:
         compile_many(todo, settings, jobs or default_workers(), quiet)
         return
     with progress.display(enabled=not quiet):
-        result, _ = compile_job(todo[0], settings)
+        result, outcome = compile_job(todo[0], settings)
     if not quiet:
-        click.echo(f"wrote {todo[0].outputs.binary} and {todo[0].outputs.header}")
+        _warn(outcome.warnings)
+        click.echo(_wrote(todo[0], outcome))
     _compile_report(result, report_path, verbose, quiet)
+    if verbose and not quiet:
+        click.echo("\n".join([outcome.summary(), *outcome.notes]))
+
+
+def _wrote(job: CompileJob, outcome: CacheOutcome) -> str:
+    """The final line of a compile: what was written, and whether it came from the cache."""
+    cached = " (from the cache)" if outcome.hit else ""
+    return f"wrote {job.outputs.binary} and {job.outputs.header}{cached}"
+
+
+def _warn(lines: Sequence[str]) -> None:
+    for line in lines:
+        click.echo(f"aotc: warning: {line}", err=True)
 
 
 def one_graph_only(count: int, options: dict[str, object]) -> None:
@@ -419,10 +461,11 @@ def compile_many(
 ) -> None:
     """Several models in parallel processes; each error is one line, the others go on."""
     codes: list[int] = []
+    warned: set[str] = set()  # a cache folder's warning is the same for every model
 
-    def finished(job: CompileJob, future: Future[bool]) -> None:
+    def finished(job: CompileJob, future: Future[CacheOutcome]) -> None:
         try:
-            future.result()
+            outcome = future.result()
         except AotcError as err:
             click.echo(f"aotc: error: {err}", err=True)
             codes.append(err.exit_code)
@@ -434,7 +477,9 @@ def compile_many(
             codes.append(INTERNAL_ERROR_EXIT)
             return
         if not quiet:
-            click.echo(f"wrote {job.outputs.binary} and {job.outputs.header}")
+            _warn([w for w in outcome.warnings if w not in warned])
+            warned.update(outcome.warnings)
+            click.echo(_wrote(job, outcome))
 
     compile_jobs(jobs, settings, workers, finished)
     if codes:
@@ -615,3 +660,96 @@ def run_command(
         )
     if not quiet:
         click.echo("\n".join(format_output(out) for out in saved))
+
+
+@main.group("cache")
+def cache_group() -> None:
+    """Look at and manage the compilation cache.
+
+    \b
+    Examples:
+      aotc cache info                  # folder, entries, total size, cap
+      aotc cache list                  # one line per entry, most recently used first
+      aotc cache prune --max 500M      # evict the least recently used down to 500M
+      aotc cache clear --cache-dir build/aotc-cache
+    """
+
+
+@cache_group.command("info")
+@cache_dir_option
+def cache_info(cache_dir: str | None) -> None:
+    """Print the cache folder, its entries, their total size and the size cap."""
+    disk = DiskCache(cache_dir)
+    _warn(_unsafe_folder(disk))
+    entries = disk.entries()
+    total = sum(e.size for e in entries)
+    click.echo(f"folder: {disk.folder}")
+    click.echo(f"entries: {len(entries)}")
+    click.echo(f"total: {format_size(total)} ({total} bytes)")
+    click.echo(
+        f"cap: {format_size(disk.max_bytes)} ({disk.max_bytes} bytes; set with "
+        f"${MAX_BYTES_ENV} or --cache-max)"
+    )
+
+
+@cache_group.command("list")
+@cache_dir_option
+def cache_list(cache_dir: str | None) -> None:
+    """One line per entry, most recently used first: key prefix, model, size, last use."""
+    disk = DiskCache(cache_dir)
+    _warn(_unsafe_folder(disk))
+    for entry in sorted(disk.entries(), key=lambda e: e.last_use_ns, reverse=True):
+        used = datetime.fromtimestamp(entry.last_use_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+        click.echo(
+            f"{entry.key[:12]}  {entry.model_name():<24} {format_size(entry.size):>10}  {used}"
+        )
+
+
+@cache_group.command("clear")
+@cache_dir_option
+def cache_clear(cache_dir: str | None) -> None:
+    """Remove every entry."""
+    disk = _managed(DiskCache(cache_dir))
+    removed = disk.clear()
+    click.echo(f"removed {_entries_text(removed)} from {disk.folder}")
+
+
+@cache_group.command("prune")
+@cache_dir_option
+@click.option(
+    "--max",
+    "max_size",
+    metavar="SIZE",
+    help=f"Keep at most SIZE (e.g. 500M). Default: the cap, ${MAX_BYTES_ENV} else 2G.",
+)
+def cache_prune(cache_dir: str | None, max_size: str | None) -> None:
+    """Evict the least recently used entries until the cache is within its cap."""
+    limit = size_option(max_size, "--max")
+    disk = _managed(DiskCache(cache_dir, limit))
+    removed = disk.evict(disk.max_bytes)
+    left = disk.entries()
+    click.echo(
+        f"removed {_entries_text(removed)}; {_entries_text(left)} remain "
+        f"(cap {format_size(disk.max_bytes)})"
+    )
+
+
+def _unsafe_folder(disk: DiskCache, consequence: str = "aotc compile does not use it") -> list[str]:
+    """The warning for a folder ``aotc compile`` would not use, if it is one."""
+    try:
+        disk.check()
+    except UnsafeCacheFolder as err:
+        return [f"{err}; {consequence}"]
+    return []
+
+
+def _managed(disk: DiskCache) -> DiskCache:
+    """``disk``, unless it is a folder aotc does not use: removing files there is refused."""
+    for problem in _unsafe_folder(disk, "not removing anything there"):
+        raise OutputError(problem)
+    return disk
+
+
+def _entries_text(entries: Sequence[EntryFile]) -> str:
+    sizes = sum(e.size for e in entries)
+    return f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} ({format_size(sizes)})"

@@ -1,8 +1,8 @@
-"""Run a compiled model in this process: llvmlite's MCJIT on the model's own LLVM IR.
+"""Run a compiled model in this process: llvmlite's MCJIT loads the model's own object file.
 
-``JitModel.from_compiled(model)`` takes a ``CompiledModel`` (its ``llvm_ir`` is exactly the
-optimized IR that became ``object_bytes``), JIT-compiles it for the host and calls the exported
-``<name>_run_buffers`` entry through ctypes::
+``JitModel.from_compiled(model)`` takes a ``CompiledModel``, links its ``object_bytes`` (the very
+code ``aotc compile`` writes, so nothing is compiled twice and a cached model needs no LLVM IR)
+into this process and calls the exported ``<name>_run_buffers`` entry through ctypes::
 
     model = compile_graph("mlp.pb", "mlp.yaml").model
     jit = JitModel.from_compiled(model)
@@ -163,8 +163,7 @@ def _create_engine(model: CompiledModel) -> llvm.ExecutionEngine:
     tm, _ = create_target_machine(model.target)
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    module = llvm.parse_assembly(model.llvm_ir)
-    module.verify()
-    engine = llvm.create_mcjit_compiler(module, tm)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)  # MCJIT needs a module
+    engine.add_object_file(llvm.ObjectFileRef.from_data(model.object_bytes))
     engine.finalize_object()
     return engine

@@ -92,6 +92,16 @@ class CompileReport:
         """A JSON-ready dict (``json.dump(report.to_json(), f)``)."""
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CompileReport:
+        """The report ``to_json`` gave ``data`` for; a KeyError, TypeError or ValueError when
+        ``data`` is not such a dict."""
+        fields = dict(data)
+        kernels = [KernelReport(**k) for k in fields.pop("kernels")]
+        loops = [LoopReport(**loop) for loop in fields.pop("loops")]
+        passes = [PassTime(**p) for p in fields.pop("passes")]
+        return cls(kernels=kernels, loops=loops, passes=passes, **fields)
+
     def summary(self) -> str:
         """Short lines for ``aotc compile -v``: kernels, memory, pass time, notes."""
         fused = sum(1 for k in self.kernels if k.opcode == "fusion")
