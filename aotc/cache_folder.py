@@ -135,6 +135,12 @@ class DiskCache:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._secret = _secret(self.folder / SECRET)
 
+    def secret(self) -> bytes:
+        """The folder's signing secret (``open`` first, if not yet done)."""
+        if not self._secret:
+            self.open()
+        return self._secret
+
     def get(self, key: str, notes: list[str]) -> CompileResult | None:
         """The stored result (touched as just used), or None: missing, unreadable, damaged,
         tampered with or stored for another key (said in ``notes``)."""
@@ -147,7 +153,7 @@ class DiskCache:
             notes.append(f"cache: cannot read {path}: {err.strerror or err}")
             return None
         try:
-            result = decode_entry(data, key, self._secret)
+            result = decode_entry(data, key, self.secret())
         except BadEntry as why:
             notes.append(f"cache: ignored entry {key[:12]}: {why}; rebuilding it")
             return None
@@ -158,7 +164,7 @@ class DiskCache:
         """Store ``result`` atomically, then evict down to the cap; a failure is a note."""
         path = self.path(key)
         try:
-            data = encode_entry(key, result, self._secret)
+            data = encode_entry(key, result, self.secret())
             path.parent.mkdir(mode=0o700, exist_ok=True)
             write_atomically(path, data)
         except (OSError, OutputError, ValueError) as err:
