@@ -540,3 +540,17 @@ def test_outcome_summary_when_no_cache_is_used() -> None:
 def test_compiler_fingerprint_covers_the_sources() -> None:
     version, llvmlite_version, digest = compiler_fingerprint().split("/")
     assert version == __version__ and llvmlite_version and len(digest) == 64
+
+
+def test_several_graphs_say_which_came_from_the_cache_and_warn_once(tmp_path: Path) -> None:
+    graphs = [str(hlo_model(tmp_path, op, op)) for op in ("negate", "abs")]
+    runner, folder = CliRunner(), tmp_path / "cc"
+    args = ["compile", *graphs, "-d", str(tmp_path / "out"), "-j", "1", "--cache-dir", str(folder)]
+    compile_cached(graphs[0], policy=on_disk(folder))
+    lines = runner.invoke(cli.main, args).output.splitlines()
+    assert sorted(line.endswith("(from the cache)") for line in lines) == [False, True]
+    assert any(line.endswith("negate.h (from the cache)") for line in lines)
+    folder.chmod(0o777)
+    lines = runner.invoke(cli.main, args).output.splitlines()
+    assert len([line for line in lines if "aotc: warning: cache folder" in line]) == 1
+    assert not any("(from the cache)" in line for line in lines)
