@@ -12,6 +12,7 @@ from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.ir import (
     CompareAttrs,
     ComparisonDirection,
+    ComparisonType,
     Computation,
     ConvAttrs,
     ConvDims,
@@ -393,7 +394,8 @@ def test_parses_xla_style_with_callee_after_use() -> None:
     assert by_name["scalar"].attrs == SliceAttrs((), (), ())
     assert by_name["gte"].attrs == TupleIndex(0)
     assert by_name["p"].shape == TupleShape((f32(2), Shape(S32)))
-    assert by_name["compare"].attrs == CompareAttrs(ComparisonDirection.GE)
+    total = ComparisonType.TOTALORDER  # kept: it decides NaN and -0 (once skipped, unlike XLA)
+    assert by_name["compare"].attrs == CompareAttrs(ComparisonDirection.GE, total)
     window = by_name["window"].attrs
     assert isinstance(window, ReduceWindowAttrs)
     assert window.window.dims[2] == WindowDim(3, 1, 1, 1)

@@ -28,6 +28,11 @@ from aotc.hlo.verify import verify_module
 
 _ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}"
 _FUSED = "fused {\n  fp = f32[2,3] parameter(0)\n  ROOT e = f32[2,3] exponential(fp)\n}"
+_LESS = """less {
+  lhs = f32[] parameter(0)
+  rhs = f32[] parameter(1)
+  ROOT lt = pred[] compare(lhs, rhs), direction=LT, type=TOTALORDER
+}"""
 _NEGATE = "negated {\n  np = f32[2,3] parameter(0)\n  ROOT n = f32[2,3] negate(np)\n}"
 # A while carry (s32 counter, value): three iterations of value * 2.
 _BELOW_3 = """below3 {
@@ -87,6 +92,14 @@ _EXPLICIT: dict[Opcode, str] = {
     "ROOT r = f32[2,2] dynamic-slice(x, i, i), dynamic_slice_sizes={2,2}",
     Opcode.DYNAMIC_UPDATE_SLICE: "x = f32[5,3] parameter(0)\nu = f32[2,3] parameter(1)\n"
     "i = s32[] parameter(2)\nROOT r = f32[5,3] dynamic-update-slice(x, u, i, i)",
+    Opcode.SORT: "x = f32[2,3] parameter(0)\n"
+    "ROOT r = f32[2,3] sort(x), dimensions={1}, is_stable=true, to_apply=less",
+    Opcode.TOPK: "x = f32[2,3] parameter(0)\n"
+    "ROOT r = (f32[2,2], s32[2,2]) topk(x), k=2, largest=true",
+    Opcode.SCATTER: "x = f32[5,3] parameter(0)\ni = s32[4,1] parameter(1)\n"
+    "u = f32[4,3] parameter(2)\n"
+    "ROOT r = f32[5,3] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, "
+    "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add",
     Opcode.CALL: "x = f32[2,3] parameter(0)\nROOT r = f32[2,3] call(x), to_apply=fused",
     Opcode.CONDITIONAL: "p = pred[] parameter(0)\nx = f32[2,3] parameter(1)\n"
     "ROOT r = f32[2,3] conditional(p, x, x), true_computation=fused, false_computation=negated",
@@ -114,7 +127,7 @@ SAMPLES: dict[Opcode, str] = {
 
 def _module_text(opcode: Opcode) -> str:
     body = "\n  ".join(SAMPLES[opcode].splitlines())
-    callees = "\n\n".join([_ADD, _FUSED, _NEGATE, _BELOW_3, _TWICE])
+    callees = "\n\n".join([_ADD, _LESS, _FUSED, _NEGATE, _BELOW_3, _TWICE])
     return f"HloModule m\n\n{callees}\n\nENTRY main {{\n  {body}\n}}\n"
 
 

@@ -491,7 +491,8 @@ def _in_place_allocation(
 
 def overwritable_operands(inst: Instruction) -> list[int]:
     """Operands read only at the output element's own index, with the output's dims (a
-    dynamic-update-slice reads its operand only outside the update it writes)."""
+    dynamic-update-slice reads its operand only outside the update it writes, a scatter each
+    element just before it writes it)."""
     if inst.is_tuple:
         return []
     if inst.opcode in ELEMENTWISE:
@@ -499,7 +500,7 @@ def overwritable_operands(inst: Instruction) -> list[int]:
     elif inst.opcode is Opcode.FUSION:
         plan = recorded_plan(inst)
         numbers = sorted(plan.in_place) if plan is not None else []
-    elif inst.opcode is Opcode.DYNAMIC_UPDATE_SLICE:
+    elif inst.opcode in (Opcode.DYNAMIC_UPDATE_SLICE, Opcode.SCATTER):
         numbers = [0]
     else:
         return []

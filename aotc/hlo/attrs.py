@@ -125,16 +125,29 @@ class ComparisonDirection(Enum):
     GE = "GE"
 
 
+class ComparisonType(Enum):
+    """XLA's comparison types; ``None`` on ``CompareAttrs`` is the element type's default
+    (``FLOAT`` for floats, ``SIGNED``/``UNSIGNED`` for integers), which XLA does not print.
+    ``TOTALORDER`` orders floats -NaN < -inf < ... < -0 < +0 < ... < inf < NaN."""
+
+    FLOAT = "FLOAT"
+    TOTALORDER = "TOTALORDER"
+    SIGNED = "SIGNED"
+    UNSIGNED = "UNSIGNED"
+
+
 @dataclass(frozen=True)
 class CompareAttrs:
     direction: ComparisonDirection
+    type: ComparisonType | None = None
 
     def to_text(self) -> list[str]:
-        return [f"direction={self.direction.value}"]
+        typed = [] if self.type is None else [f"type={self.type.value}"]
+        return [f"direction={self.direction.value}", *typed]
 
     @classmethod
     def from_text(cls, a: AttrReader) -> CompareAttrs:
-        return cls(a.need("direction", ComparisonDirection))
+        return cls(a.need("direction", ComparisonDirection), a.opt("type", ComparisonType, None))
 
 
 _BOUND = r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]"
@@ -455,6 +468,106 @@ class GatherAttrs:
         )
 
 
+def bool_value(text: str) -> bool:
+    return _fullmatch(r"true|false", text, "true or false")[0] == "true"
+
+
+@dataclass(frozen=True)
+class SortAttrs:
+    """``dimensions={d}`` (the one dimension sorted along) and ``is_stable``, which XLA prints
+    only when true."""
+
+    dimension: int
+    is_stable: bool = False
+
+    def to_text(self) -> list[str]:
+        stable = ["is_stable=true"] if self.is_stable else []
+        return [f"dimensions={{{self.dimension}}}", *stable]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> SortAttrs:
+        return cls(a.need("dimensions", _one_int), a.opt("is_stable", bool_value, False))
+
+
+def _one_int(text: str) -> int:
+    values = int_list(text)
+    if len(values) != 1:
+        raise ValueError("expected exactly one dimension, {d}")
+    return values[0]
+
+
+@dataclass(frozen=True)
+class TopKAttrs:
+    """XLA's ``topk``: the ``k`` largest (or smallest) along the last dimension."""
+
+    k: int
+    largest: bool = True
+
+    def to_text(self) -> list[str]:
+        return [f"k={self.k}", f"largest={'true' if self.largest else 'false'}"]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> TopKAttrs:
+        return cls(a.need("k", int_value), a.opt("largest", bool_value, True))
+
+
+@dataclass(frozen=True)
+class ScatterAttrs:
+    """XLA's ``ScatterDimensionNumbers`` and its hints.
+
+    Each index vector of the scatter indices (along ``index_vector_dim``; equal to their rank
+    means an implicit trailing dimension of size 1) gives the start, in the operand dims
+    ``scatter_dims_to_operand_dims``, of one update window: the updates' dims
+    ``update_window_dims``, placed in the operand dims that are neither
+    ``inserted_window_dims`` nor ``input_batching_dims`` (those have size 1 in the window).
+    The updates' other dims are the indices' dims but the index vector's. Operand batching
+    dim ``input_batching_dims[i]`` is indexed like the indices' dim
+    ``scatter_indices_batching_dims[i]``. ``indices_are_sorted`` and ``unique_indices`` are
+    hints that never change the result aotc computes.
+    """
+
+    update_window_dims: tuple[int, ...]
+    inserted_window_dims: tuple[int, ...]
+    scatter_dims_to_operand_dims: tuple[int, ...]
+    index_vector_dim: int
+    input_batching_dims: tuple[int, ...] = ()
+    scatter_indices_batching_dims: tuple[int, ...] = ()
+    indices_are_sorted: bool = False
+    unique_indices: bool = False
+
+    def to_text(self) -> list[str]:
+        lists = [
+            ("update_window_dims", self.update_window_dims),
+            ("inserted_window_dims", self.inserted_window_dims),
+        ]
+        if self.input_batching_dims:  # XLA prints the batching dims only when there are some
+            lists += [
+                ("input_batching_dims", self.input_batching_dims),
+                ("scatter_indices_batching_dims", self.scatter_indices_batching_dims),
+            ]
+        lists.append(("scatter_dims_to_operand_dims", self.scatter_dims_to_operand_dims))
+        hints = [("indices_are_sorted", self.indices_are_sorted)]
+        hints.append(("unique_indices", self.unique_indices))
+        return [
+            *(f"{key}={int_list_text(dims)}" for key, dims in lists),
+            f"index_vector_dim={self.index_vector_dim}",
+            *(f"{key}=true" for key, on in hints if on),
+        ]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> ScatterAttrs:
+        return cls(
+            a.opt("update_window_dims", int_list, ()),
+            a.opt("inserted_window_dims", int_list, ()),
+            a.opt("scatter_dims_to_operand_dims", int_list, ()),
+            a.need("index_vector_dim", int_value),
+            a.opt("input_batching_dims", int_list, ()),
+            a.opt("scatter_indices_batching_dims", int_list, ()),
+            a.opt("indices_are_sorted", bool_value, False),
+            a.opt("unique_indices", bool_value, False),
+        )
+
+
 class FusionKind(Enum):
     """XLA's fusion kinds, as the fused emitter compiles them (``aotc/hlo/fusion_plan.py``)."""
 
@@ -535,6 +648,9 @@ Attributes = (
     | ConvAttrs
     | ReduceWindowAttrs
     | GatherAttrs
+    | SortAttrs
+    | TopKAttrs
+    | ScatterAttrs
     | DynamicSliceAttrs
     | WhileAttrs
     | FusionAttrs

@@ -23,6 +23,7 @@ from aotc.hlo.ir import (
     ELEMENTWISE,
     CompareAttrs,
     ComparisonDirection,
+    ComparisonType,
     Computation,
     ConvAttrs,
     Dimensions,
@@ -36,12 +37,16 @@ from aotc.hlo.ir import (
     PadAttrs,
     PadDim,
     ReduceWindowAttrs,
+    ScatterAttrs,
     SliceAttrs,
+    SortAttrs,
+    TopKAttrs,
     TupleIndex,
     Window,
     parameter_number,
 )
 from aotc.hlo.shape import AnyShape, Shape, TupleShape
+from aotc.hlo.shape_inference import scatter_window_operand_dims
 from aotc.registry import Registry
 
 Value = Any  # an np.ndarray, or a tuple of values for tuple-shaped instructions
@@ -343,7 +348,22 @@ _COMPARE: dict[ComparisonDirection, Callable[[np.ndarray, np.ndarray], np.ndarra
 
 @handles(Opcode.COMPARE)
 def _compare(inst: Instruction, ops: list[Value]) -> Value:
-    return _COMPARE[inst.attrs_as(CompareAttrs).direction](ops[0], ops[1])  # IEEE for NaN
+    attrs, (a, b) = inst.attrs_as(CompareAttrs), ops
+    if attrs.type is ComparisonType.TOTALORDER:
+        a, b = total_order_keys(a), total_order_keys(b)
+    return _COMPARE[attrs.direction](a, b)  # IEEE for NaN unless TOTALORDER
+
+
+def total_order_keys(x: np.ndarray) -> np.ndarray:
+    """Integers that order as XLA's total order orders ``x``: for floats -NaN < -inf < ...
+    < -0 < +0 < ... < inf < NaN (sign-magnitude bits made two's complement); other types
+    are their own keys (pred as u8)."""
+    if x.dtype == np.bool_:
+        return x.astype(np.uint8)
+    if x.dtype.kind != "f":
+        return x
+    bits = np.ascontiguousarray(x).view(np.dtype(f"i{x.dtype.itemsize}"))
+    return np.where(bits < 0, bits ^ np.iinfo(bits.dtype).max, bits)
 
 
 _BINARY: dict[Opcode, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -674,6 +694,137 @@ def _reduce_window(inst: Instruction, ops: list[Value]) -> Value:
         values = [p[_window_slices(offsets, window, out_dims)] for p in padded]
         acc = [ufunc(acc[0], values[0])] if ufunc else apply_elementwise(comp, acc + values)
     return acc[0] if len(acc) == 1 else tuple(acc)
+
+
+# ---- sorting, selecting and scattering ------------------------------------------------------
+
+
+@handles(Opcode.SORT)
+def _sort(inst: Instruction, ops: list[Value]) -> Value:
+    """Sort the operands together along the dimension, by the comparator (stable, also when
+    ``is_stable`` is false: any order of equivalent elements is XLA's)."""
+    dim = inst.attrs_as(SortAttrs).dimension
+    moved = [np.moveaxis(x, dim, -1) for x in ops]
+    rows = [m.reshape(-1, m.shape[-1]) for m in moved]
+    comp = inst.called[0]
+    order = stable_sort_order(lambda a, b: _less(comp, rows, a, b), *rows[0].shape)
+    out = [
+        np.moveaxis(np.take_along_axis(r, order, 1).reshape(m.shape), -1, dim)
+        for r, m in zip(rows, moved, strict=True)
+    ]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _less(comp: Computation, rows: list[np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The comparator on the elements at positions ``a`` and ``b`` of each row."""
+    args = [np.take_along_axis(r, i, 1) for r in rows for i in (a, b)]
+    return np.asarray(apply_elementwise(comp, args)[0], dtype=bool)
+
+
+def stable_sort_order(
+    less: Callable[[np.ndarray, np.ndarray], np.ndarray], rows: int, n: int
+) -> np.ndarray:
+    """Per row, the positions of its elements in stable sorted order under ``less``.
+
+    A bottom-up merge sort whose merges are vectorized over all rows and runs: an element of
+    the left run moves past the elements of the right run less than it, one of the right run
+    past those of the left run it is not less than, each count found by a binary search.
+    O(n log^2 n) comparator evaluations, each on whole arrays.
+    """
+    order = np.broadcast_to(np.arange(n), (rows, n)).copy()
+    pos, width = np.arange(n), 1
+    while width < n:
+        start = pos // (2 * width) * (2 * width)
+        left = pos - start < width
+        other = np.where(left, start + width, start)
+        count = np.where(left, np.clip(n - start - width, 0, width), width)
+        lo, hi = np.zeros((rows, n), np.int64), np.broadcast_to(count, (rows, n)).copy()
+        while np.any(lo < hi):
+            mid = (lo + hi) // 2
+            theirs = np.take_along_axis(order, np.minimum(other + mid, n - 1), 1)
+            right_less = less(np.where(left, theirs, order), np.where(left, order, theirs))
+            after = np.where(left, right_less, ~right_less)  # the element goes after theirs
+            active = lo < hi
+            lo, hi = np.where(active & after, mid + 1, lo), np.where(active & ~after, mid, hi)
+        target = pos + lo - np.where(left, 0, width)  # its offset in its run, plus lo
+        order = _placed(order, target)
+        width *= 2
+    return order
+
+
+def _placed(order: np.ndarray, target: np.ndarray) -> np.ndarray:
+    if not np.array_equal(
+        np.sort(target, axis=1), np.broadcast_to(np.arange(order.shape[1]), order.shape)
+    ):
+        raise HloError("evaluate: the sort comparator is not a strict weak order")
+    placed = np.empty_like(order)
+    np.put_along_axis(placed, target, order, 1)
+    return placed
+
+
+@handles(Opcode.TOPK)
+def _topk(inst: Instruction, ops: list[Value]) -> Value:
+    """The k largest (or smallest) of the last dimension in XLA's total order, ties by index."""
+    attrs, x = inst.attrs_as(TopKAttrs), ops[0]
+    keys = total_order_keys(x)
+    order = np.argsort(~keys if attrs.largest else keys, axis=-1, kind="stable")[..., : attrs.k]
+    return np.take_along_axis(x, order, -1), order.astype(np.int32)
+
+
+@handles(Opcode.SCATTER)
+def _scatter(inst: Instruction, ops: list[Value]) -> Value:
+    n = len(ops) // 2
+    outs = [np.array(x, copy=True) for x in ops[:n]]
+    scatter(outs, ops[n], ops[n + 1 :], inst.attrs_as(ScatterAttrs), inst.called[0])
+    return outs[0] if n == 1 else tuple(outs)
+
+
+def scatter(
+    outs: list[np.ndarray],
+    indices: np.ndarray,
+    updates: Sequence[np.ndarray],
+    s: ScatterAttrs,
+    comp: Computation,
+) -> None:
+    """XLA's scatter into ``outs``, in place: one update window at a time, in row-major order
+    of the updates' scatter dims (so repeated indices fold in that order); a window not
+    wholly inside the operand is skipped, as XLA's CPU and GPU backends skip it."""
+    rank, dims = outs[0].ndim, np.array(outs[0].shape, dtype=np.int64)
+    window_dims = s.update_window_dims
+    scatter_dims = [d for d in range(updates[0].ndim) if d not in window_dims]
+    sizes = np.ones(rank, dtype=np.int64)
+    sizes[scatter_window_operand_dims(rank, s)] = [updates[0].shape[d] for d in window_dims]
+    vectors = _index_vectors(indices, s.index_vector_dim)
+    for at in np.ndindex(*[updates[0].shape[d] for d in scatter_dims]):
+        start = _scatter_start(vectors[at], at, rank, s)
+        if np.any(start < 0) or np.any(start > dims - sizes):
+            continue
+        window = tuple(slice(a, a + z) for a, z in zip(start, sizes, strict=True))
+        picks = dict(zip(scatter_dims, at, strict=True))
+        where = tuple(picks.get(d, slice(None)) for d in range(updates[0].ndim))
+        current = [o[window].reshape(updates[0][where].shape) for o in outs]
+        new = apply_elementwise(comp, current + [u[where] for u in updates])
+        for o, v in zip(outs, new, strict=True):
+            o[window] = v.reshape(o[window].shape)
+
+
+def _index_vectors(indices: np.ndarray, ivd: int) -> np.ndarray:
+    """The indices with the index vector dim last (an implicit one of size 1 added), as i64."""
+    if ivd == indices.ndim:
+        indices = indices[..., np.newaxis]
+    return np.moveaxis(indices, ivd, -1).astype(np.int64)
+
+
+def _scatter_start(
+    vector: np.ndarray, at: tuple[int, ...], rank: int, s: ScatterAttrs
+) -> np.ndarray:
+    """The operand index an update window starts at."""
+    start = np.zeros(rank, dtype=np.int64)
+    start[list(s.scatter_dims_to_operand_dims)] = vector
+    ivd = s.index_vector_dim
+    for o, i in zip(s.input_batching_dims, s.scatter_indices_batching_dims, strict=True):
+        start[o] = at[i if i < ivd else i - 1]
+    return start
 
 
 # ---- structure -------------------------------------------------------------------------------

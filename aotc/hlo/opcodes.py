@@ -30,7 +30,10 @@ from aotc.hlo.attrs import (
     PadAttrs,
     ParameterAttrs,
     ReduceWindowAttrs,
+    ScatterAttrs,
     SliceAttrs,
+    SortAttrs,
+    TopKAttrs,
     TupleIndex,
     WhileAttrs,
 )
@@ -49,6 +52,7 @@ class Category(Enum):
     STRUCTURE = "structure"  # tuples and fusions
     CONTROL = "control flow"  # calls, loops and conditionals: run called computations
     UPDATE = "update"  # writes part of its operand: not elemental (computed in place)
+    SORT = "sorting"  # orders (or selects) along a dimension: every output reads a whole row
 
 
 class ElementTypes(Enum):
@@ -204,6 +208,27 @@ class Opcode(Enum):
     DOT = "dot", OpcodeInfo(_CONTRACT, 2, attrs=DotDims, expensive=True)
     REDUCE = "reduce", _reduction(Dimensions)
     REDUCE_WINDOW = "reduce-window", _reduction(ReduceWindowAttrs)
+    # sorting, selecting and scattering: a comparator orders N operands along one dimension;
+    # topk keeps the k largest (or smallest) of the last dimension, with their indices;
+    # scatter folds update windows into N operands (N operands, the indices, N updates)
+    SORT = (
+        "sort",
+        OpcodeInfo(
+            Category.SORT, 1, variadic=True, attrs=SortAttrs, called=("to_apply",), expensive=True
+        ),
+    )
+    TOPK = "topk", OpcodeInfo(Category.SORT, 1, attrs=TopKAttrs, expensive=True)
+    SCATTER = (
+        "scatter",
+        OpcodeInfo(
+            Category.UPDATE,
+            3,
+            variadic=True,
+            attrs=ScatterAttrs,
+            called=("to_apply",),
+            expensive=True,
+        ),
+    )
     # structure
     FUSION = "fusion", OpcodeInfo(_STRUCT, 0, variadic=True, attrs=FusionAttrs, called=("calls",))
     GET_TUPLE_ELEMENT = "get-tuple-element", OpcodeInfo(_STRUCT, 1, attrs=TupleIndex)

@@ -13,6 +13,8 @@ from aotc.errors import ShapeError
 from aotc.hlo.ir import (
     BINARY_ELEMENTWISE,
     UNARY_ELEMENTWISE,
+    CompareAttrs,
+    ComparisonType,
     Computation,
     ConvAttrs,
     Dimensions,
@@ -25,7 +27,10 @@ from aotc.hlo.ir import (
     PadAttrs,
     PadDim,
     ReduceWindowAttrs,
+    ScatterAttrs,
     SliceAttrs,
+    SortAttrs,
+    TopKAttrs,
     TupleIndex,
     Window,
 )
@@ -434,6 +439,98 @@ def infer_convolution_shape(lhs: Shape, rhs: Shape, attrs: ConvAttrs) -> Shape:
     return lhs.with_dims(tuple(out))
 
 
+# ---- sorting, selecting and scattering ------------------------------------------------------
+
+
+def infer_sort_shape(operands: Sequence[Shape], dimension: int) -> Shape | TupleShape:
+    """Operands of one shape (any element types), sorted together along ``dimension``."""
+    check(len(operands) >= 1, "sort needs at least one operand")
+    first = operands[0]
+    for x in operands[1:]:
+        check(x.dims == first.dims, f"sort operands {first} and {x} differ in dimensions")
+    check(0 <= dimension < first.rank, f"sort dimension {dimension} out of range of {first}")
+    return _variadic_result(list(operands))
+
+
+def infer_topk_shape(x: Shape, k: int) -> TupleShape:
+    """The values and s32 indices of the ``k`` first of the last dimension."""
+    check(x.rank >= 1, f"topk of the scalar {x}")
+    check(0 <= k <= x.dims[-1], f"topk k={k} out of range for the last dimension of {x}")
+    out = (*x.dims[:-1], k)
+    return TupleShape((x.with_dims(out), Shape(PrimitiveType.S32, out)))
+
+
+def infer_scatter_shape(
+    operands: Sequence[Shape], indices: Shape, updates: Sequence[Shape], s: ScatterAttrs
+) -> Shape | TupleShape:
+    """XLA's scatter: the operands' shapes; checks the dimension numbers against all three."""
+    check(len(operands) == len(updates) >= 1, "scatter needs one update per operand")
+    check(indices.dtype.is_integral, f"scatter indices must be integers, got {indices}")
+    for x, u in zip(operands, updates, strict=True):
+        check(x.dims == operands[0].dims, f"scatter operands {operands[0]} and {x} differ")
+        check(u.dims == updates[0].dims, f"scatter updates {updates[0]} and {u} differ")
+        check(u.dtype == x.dtype, f"scatter update {u} does not match the operand {x}")
+    batch = _scatter_batch_dims(indices, s)
+    _check_scatter_window(operands[0], updates[0], s)
+    scattered = [n for d, n in enumerate(updates[0].dims) if d not in s.update_window_dims]
+    check(
+        scattered == batch,
+        f"scatter updates {updates[0]} must have the indices' dims {batch} besides the window",
+    )
+    for o, i in zip(s.input_batching_dims, s.scatter_indices_batching_dims, strict=True):
+        check(operands[0].dims[o] == indices.dims[i], f"scatter batching dims {o} and {i} differ")
+    return _variadic_result(list(operands))
+
+
+def _scatter_batch_dims(indices: Shape, s: ScatterAttrs) -> list[int]:
+    """The indices' dims without the index vector dim; checks the index vector's length."""
+    ivd = s.index_vector_dim
+    check(0 <= ivd <= indices.rank, f"scatter index_vector_dim {ivd} out of range of {indices}")
+    vector = indices.dims[ivd] if ivd < indices.rank else 1
+    check(
+        vector == len(s.scatter_dims_to_operand_dims),
+        f"scatter index vectors of {indices} have {vector} elements, scatter_dims_to_operand_dims "
+        f"{list(s.scatter_dims_to_operand_dims)} needs {len(s.scatter_dims_to_operand_dims)}",
+    )
+    batching = s.scatter_indices_batching_dims
+    check(ivd not in batching, "scatter indices batching dims include the index vector dim")
+    _check_dims_in_range(batching, indices.rank, "scatter indices batching dims")
+    return [n for d, n in enumerate(indices.dims) if d != ivd]
+
+
+def scatter_window_operand_dims(rank: int, s: ScatterAttrs) -> list[int]:
+    """The operand dims the update window dims fill, in order."""
+    dropped = {*s.inserted_window_dims, *s.input_batching_dims}
+    return [d for d in range(rank) if d not in dropped]
+
+
+def _check_scatter_window(operand: Shape, update: Shape, s: ScatterAttrs) -> None:
+    inserted, batching, window = s.inserted_window_dims, s.input_batching_dims, s.update_window_dims
+    _check_dims_in_range(window, update.rank, "scatter update_window_dims")
+    _check_dims_in_range((*inserted, *batching), operand.rank, "scatter inserted/batching dims")
+    _check_dims_in_range(
+        s.scatter_dims_to_operand_dims, operand.rank, "scatter_dims_to_operand_dims"
+    )
+    for what, dims in (("update_window_dims", window), ("inserted_window_dims", inserted)):
+        check(list(dims) == sorted(dims), f"scatter {what} {list(dims)} must be sorted")
+    check(list(batching) == sorted(batching), "scatter input_batching_dims must be sorted")
+    check(
+        not set(batching) & set(s.scatter_dims_to_operand_dims), "scatter batching dims scattered"
+    )
+    check(len(batching) == len(s.scatter_indices_batching_dims), "scatter batching dims differ")
+    check(
+        operand.rank == len(window) + len(inserted) + len(batching),
+        f"scatter into {operand}: {len(window)} window, {len(inserted)} inserted and "
+        f"{len(batching)} batching dims must make its rank",
+    )
+    targets = scatter_window_operand_dims(operand.rank, s)
+    for u, o in zip(window, targets, strict=True):
+        check(
+            update.dims[u] <= operand.dims[o],
+            f"scatter update window dim {u} of {update} exceeds operand dim {o} of {operand}",
+        )
+
+
 # ---- tuples ----------------------------------------------------------------------------------
 
 
@@ -561,7 +658,23 @@ def _binary_rule(inst: Instruction) -> AnyShape:
 
 @_rule(Opcode.COMPARE)
 def _compare_rule(inst: Instruction) -> AnyShape:
-    return infer_compare_shape(*_operands(inst))
+    a, b = _operands(inst)
+    _check_comparison_type(inst.attrs_as(CompareAttrs).type, a)
+    return infer_compare_shape(a, b)
+
+
+def _check_comparison_type(kind: ComparisonType | None, x: Shape) -> None:
+    """XLA's rule: FLOAT and TOTALORDER compare floats, SIGNED and UNSIGNED integers."""
+    if kind is None:
+        return
+    dtype = x.dtype
+    fits = {
+        ComparisonType.FLOAT: dtype.is_float,
+        ComparisonType.TOTALORDER: dtype.is_float,
+        ComparisonType.SIGNED: dtype.is_signed_int,
+        ComparisonType.UNSIGNED: not dtype.is_float and not dtype.is_signed_int,
+    }[kind]
+    check(fits, f"compare type={kind.value} does not apply to {x}")
 
 
 @_rule(Opcode.SELECT)
@@ -671,6 +784,24 @@ def _reduce_rule(inst: Instruction) -> AnyShape:
 def _reduce_window_rule(inst: Instruction) -> AnyShape:
     attrs = inst.attrs_as(ReduceWindowAttrs)
     return infer_reduce_window_shape(*_split_variadic(inst), attrs.window)
+
+
+@_rule(Opcode.SORT)
+def _sort_rule(inst: Instruction) -> AnyShape:
+    return infer_sort_shape(_operands(inst), inst.attrs_as(SortAttrs).dimension)
+
+
+@_rule(Opcode.TOPK)
+def _topk_rule(inst: Instruction) -> AnyShape:
+    return infer_topk_shape(_operand(inst, 0), inst.attrs_as(TopKAttrs).k)
+
+
+@_rule(Opcode.SCATTER)
+def _scatter_rule(inst: Instruction) -> AnyShape:
+    shapes = _operands(inst)
+    check(len(shapes) % 2 == 1, "scatter takes N operands, the indices and N updates")
+    n = len(shapes) // 2
+    return infer_scatter_shape(shapes[:n], shapes[n], shapes[n + 1 :], inst.attrs_as(ScatterAttrs))
 
 
 @_rule(Opcode.FUSION)

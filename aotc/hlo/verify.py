@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from aotc.errors import HloError, ShapeError
 from aotc.hlo.fusion_plan import plan_problem
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode, ParameterAttrs
-from aotc.hlo.shape import AnyShape, Shape, TupleShape
+from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 from aotc.hlo.shape_inference import infer_instruction_shape
 from aotc.registry import Registry
 
@@ -214,15 +214,42 @@ def _reducer_signature(ctx: _Context, inst: Instruction) -> str | None:
     inits = [op.shape for op in inst.operands[n:]]
     if not all(isinstance(s, Shape) and s.rank == 0 for s in inits):
         return None  # shape inference reports the bad init values
-    types = [s.dtype for s in inits if isinstance(s, Shape)]
+    return _folds(comp, [s.dtype for s in inits if isinstance(s, Shape)], "reducer")
+
+
+def _folds(comp: Computation, types: list[PrimitiveType], what: str) -> str | None:
+    """``comp`` folds N values of ``types`` into N accumulators of ``types``."""
     want: list[AnyShape] = [Shape(t) for t in types * 2]
     got: list[AnyShape] = [p.shape for p in comp.parameters]
     if got != want:
-        return f"reducer {comp.name} takes {_shapes(got)}, must take {_shapes(want)}"
+        return f"{what} {comp.name} takes {_shapes(got)}, must take {_shapes(want)}"
+    n = len(types)
     result: AnyShape = want[0] if n == 1 else TupleShape(tuple(want[:n]))
     if comp.root.shape != result:
-        return f"reducer {comp.name} returns {comp.root.shape}, must return {result}"
+        return f"{what} {comp.name} returns {comp.root.shape}, must return {result}"
     return None
+
+
+@CALL_CHECKS.register(Opcode.SORT)
+def _comparator_signature(ctx: _Context, inst: Instruction) -> str | None:
+    """``to_apply`` of a sort of N operands: (T0, T0, T1, T1, ...) -> pred[]."""
+    comp = inst.called[0]
+    types = [op.shape.dtype for op in inst.operands if isinstance(op.shape, Shape)]
+    want: list[AnyShape] = [Shape(t) for t in types for _ in range(2)]
+    got: list[AnyShape] = [p.shape for p in comp.parameters]
+    if got != want:
+        return f"comparator {comp.name} takes {_shapes(got)}, must take {_shapes(want)}"
+    if comp.root.shape != Shape(PrimitiveType.PRED):
+        return f"comparator {comp.name} returns {comp.root.shape}, must return pred[]"
+    return None
+
+
+@CALL_CHECKS.register(Opcode.SCATTER)
+def _update_signature(ctx: _Context, inst: Instruction) -> str | None:
+    """``to_apply`` of a scatter into N operands: (T0..TN-1, T0..TN-1) -> T0 or (T0..TN-1)."""
+    n = len(inst.operands) // 2
+    types = [op.shape.dtype for op in inst.operands[:n] if isinstance(op.shape, Shape)]
+    return _folds(inst.called[0], types, "update computation")
 
 
 @CALL_CHECKS.register(Opcode.FUSION)

@@ -23,6 +23,13 @@ from aotc.codegen.kernels.fusion import (
 )
 from aotc.codegen.kernels.reduce import emit_reduce_kernel
 from aotc.codegen.kernels.reduce_window import emit_reduce_window_kernel
+from aotc.codegen.kernels.scatter import emit_scatter_kernel
+from aotc.codegen.kernels.sort import (
+    emit_sort_kernel,
+    emit_topk_kernel,
+    sort_scratch_bytes,
+    topk_scratch_bytes,
+)
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
 from aotc.hlo.ir import ELEMENTWISE, Instruction, Opcode
@@ -39,12 +46,17 @@ KERNELS: dict[Opcode, KernelEmitter] = {
     Opcode.CONVOLUTION: emit_convolution_kernel,
     Opcode.REDUCE_WINDOW: emit_reduce_window_kernel,
     Opcode.DYNAMIC_UPDATE_SLICE: emit_dynamic_update_slice_kernel,
+    Opcode.SORT: emit_sort_kernel,
+    Opcode.TOPK: emit_topk_kernel,
+    Opcode.SCATTER: emit_scatter_kernel,
 }
 
 SCRATCH: dict[Opcode, ScratchSize] = {
     Opcode.DOT: dot_scratch_bytes,
     Opcode.FUSION: fusion_scratch_bytes,
     Opcode.CONVOLUTION: conv_scratch_bytes,
+    Opcode.SORT: sort_scratch_bytes,
+    Opcode.TOPK: topk_scratch_bytes,
 }
 
 #: Operands an opcode's kernel reads only from a copy packed at compile time (constant weights

@@ -20,7 +20,7 @@ from llvmlite import ir
 from aotc.codegen import mathlib
 from aotc.codegen.irtypes import F64, call_intrinsic, declare, register_type, scalar_constant
 from aotc.errors import CodegenError
-from aotc.hlo.ir import CompareAttrs, ComparisonDirection, Instruction, Opcode
+from aotc.hlo.ir import CompareAttrs, ComparisonDirection, ComparisonType, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
 
 ScalarOp = Callable[[ir.IRBuilder, Instruction, Sequence[ir.Value]], ir.Value]
@@ -234,15 +234,37 @@ _INT_PREDICATES = {
 
 
 def _compare(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
-    direction = inst.attrs_as(CompareAttrs).direction
-    x, y = values
+    attrs = inst.attrs_as(CompareAttrs)
+    direction, (x, y) = attrs.direction, values
     dtype = operand_dtype(inst)
+    if dtype.is_float and attrs.type is ComparisonType.TOTALORDER:
+        return b.icmp_signed(
+            _INT_PREDICATES[direction], total_order_key(b, x), total_order_key(b, y)
+        )
     if dtype.is_float:
         kind, op = _FLOAT_PREDICATES[direction]
         fcmp = b.fcmp_ordered if kind == "ordered" else b.fcmp_unordered
         return fcmp(op, x, y)
     icmp = b.icmp_signed if dtype.is_signed_int else b.icmp_unsigned
     return icmp(_INT_PREDICATES[direction], x, y)
+
+
+def total_order_key(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """A float's bits as a signed integer ordered as XLA's total order orders the floats:
+    -NaN < -inf < ... < -0 < +0 < ... < inf < NaN (negative values' magnitude bits flipped)."""
+    vector = isinstance(x.type, ir.VectorType)
+    width = 8 * _float_width(x.type.element if vector else x.type)
+    lanes = x.type.count if vector else 1
+
+    def splat(value: int) -> ir.Constant:
+        scalar = ir.Constant(ir.IntType(width), value)
+        return (
+            ir.Constant(ir.VectorType(scalar.type, lanes), [scalar] * lanes) if vector else scalar
+        )
+
+    bits = b.bitcast(x, splat(0).type)
+    flipped = b.xor(bits, splat((1 << (width - 1)) - 1))
+    return b.select(b.icmp_signed("<", bits, splat(0)), flipped, bits)
 
 
 # ---- ternary ---------------------------------------------------------------------------------
