@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 from c_harness import run_compiled
 from codegen_testing import compile_entry
+from fixtures import assert_close, load_hlo_fixture
+
+import aotc
+from aotc.driver import compile_graph
 
 from aotc.errors import HloError
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate, stable_sort_order, total_order_keys
 from aotc.hlo.ir import Module
 from aotc.hlo.text import parse_module, print_module
@@ -298,3 +303,34 @@ def test_scatter_verifier_errors() -> None:
     text = _scatter_module(ROWS.replace("{1}", "{0}", 1), ("5,3", "6,1", "6,3"), "add")
     with pytest.raises(HloError, match="scatter"):
         verify_module(parse_module(text))
+
+
+# ---- JAX fixtures (tests/data/make_jax_sort_scatter_fixtures.py) -----------------------------
+
+JAX = ["jax_sort", "jax_top_k", "jax_scatter"]
+
+
+def _matches(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Sorted and selected values are exact (and hold infinities); scatter sums are close."""
+    if np.all(np.isfinite(want)):
+        assert_close(got, want, what=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+@pytest.mark.parametrize("name", JAX)
+def test_jax_fixture_evaluates_compiles_and_runs_like_jax(name: str) -> None:
+    path, args, expected = load_hlo_fixture(name)
+    module = load_source(path).module
+    for k, (got, want) in enumerate(zip(evaluate(module, args), expected, strict=True)):
+        _matches(got, want, f"{name} evaluated result {k}")
+    typed, buffers = run_compiled(compile_graph(path).model, args)
+    for k, (got, again, want) in enumerate(zip(typed, buffers, expected, strict=True)):
+        np.testing.assert_array_equal(got, again, err_msg=f"{name} result {k}: calls differ")
+        _matches(got, want, f"{name} compiled result {k}")
+
+
+def test_jax_fixture_runs_in_process() -> None:
+    path, args, expected = load_hlo_fixture("jax_scatter")
+    for k, (got, want) in enumerate(zip(aotc.compile(path)(*args), expected, strict=True)):
+        assert_close(got, want, what=f"jax_scatter in-process result {k}")
