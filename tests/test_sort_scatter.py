@@ -3,6 +3,7 @@ linked into C, against the evaluator (bit for bit: these ops only move and fold 
 
 from __future__ import annotations
 
+from pathlib import Path
 from string import Template
 
 import numpy as np
@@ -14,7 +15,7 @@ from fixtures import assert_close, load_hlo_fixture
 import aotc
 from aotc.driver import compile_graph
 
-from aotc.errors import HloError
+from aotc.errors import AotcError, HloError
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate, stable_sort_order, total_order_keys
 from aotc.hlo.ir import Module
@@ -334,3 +335,50 @@ def test_jax_fixture_runs_in_process() -> None:
     path, args, expected = load_hlo_fixture("jax_scatter")
     for k, (got, want) in enumerate(zip(aotc.compile(path)(*args), expected, strict=True)):
         assert_close(got, want, what=f"jax_scatter in-process result {k}")
+
+
+# ---- TF ops (their fixtures are tests/data/tf/sort_topk and scatter) --------------------------
+
+_TOPK_V1 = """
+node { name: "x" op: "Placeholder"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape { dim { size: 2 } dim { size: 6 } } } } }
+node { name: "top" op: "TopK" input: "x"
+  attr { key: "k" value { i: 2 } }
+  attr { key: "T" value { type: DT_FLOAT } } }
+"""
+
+
+def test_tf_top_k_v1_takes_k_from_its_attribute(tmp_path: Path) -> None:
+    """TopK (v1) was removed from GraphDef version 7, so TF cannot make a fixture any more."""
+    graph, config = tmp_path / "topk.pbtxt", tmp_path / "topk.yaml"
+    graph.write_text(_TOPK_V1)
+    config.write_text("feeds: [{name: x}]\nfetches: ['top:0', 'top:1']\n")
+    x = np.array([[1, 5, 5, 2, -1, 0], [3, 3, 3, 3, 9, 3]], np.float32)
+    (values, indices), _ = run_compiled(compile_graph(graph, config).model, [x])
+    np.testing.assert_array_equal(indices, [[1, 2], [4, 0]])
+    np.testing.assert_array_equal(values, [[5, 5], [9, 3]])
+
+
+def test_tf_scatter_with_a_bad_update_shape_names_the_node(tmp_path: Path) -> None:
+    graph, config = tmp_path / "s.pbtxt", tmp_path / "s.yaml"
+    graph.write_text(
+        _placeholder("i", "DT_INT32", [2, 1])
+        + _placeholder("u", "DT_FLOAT", [3, 4])
+        + 'node { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }\n'
+        '  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }\n'
+        "  int_val: 5 int_val: 4 } } } }\n"
+        'node { name: "nd" op: "ScatterNd" input: "i" input: "u" input: "shape"\n'
+        '  attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tindices" value { type: DT_INT32 } } }\n'
+    )
+    config.write_text("feeds: [{name: i}, {name: u}]\nfetches: [nd]\n")
+    with pytest.raises(AotcError, match=r"nd.*ScatterNd.*updates f32\[3,4\] must have the shape"):
+        compile_graph(graph, config)
+
+
+def _placeholder(name: str, dtype: str, dims: list[int]) -> str:
+    shape = " ".join(f"dim {{ size: {d} }}" for d in dims)
+    return (
+        f'node {{ name: "{name}" op: "Placeholder" attr {{ key: "dtype" value {{ type: {dtype} }} }}\n'
+        f'  attr {{ key: "shape" value {{ shape {{ {shape} }} }} }} }}\n'
+    )

@@ -25,7 +25,10 @@ from aotc.hlo.ir import (
     PadDim,
     ParameterAttrs,
     ReduceWindowAttrs,
+    ScatterAttrs,
     SliceAttrs,
+    SortAttrs,
+    TopKAttrs,
     TupleIndex,
     WhileAttrs,
     Window,
@@ -226,6 +229,32 @@ class ComputationBuilder:
         )
         inst.called = [to_apply]
         return inst
+
+    # ---- sorting, selecting and scattering ----------------------------------------------------
+
+    def sort(
+        self, operands: Sequence[Instruction], attrs: SortAttrs, comparator: Computation
+    ) -> Instruction:
+        shape = si.infer_sort_shape([_array(x) for x in operands], attrs.dimension)
+        return self._new(Opcode.SORT, shape, operands, attrs, called=[comparator])
+
+    def topk(self, x: Instruction, k: int, largest: bool = True) -> Instruction:
+        shape = si.infer_topk_shape(x.array_shape, k)
+        return self._new(Opcode.TOPK, shape, [x], TopKAttrs(k, largest))
+
+    def scatter(
+        self,
+        operands: Sequence[Instruction],
+        indices: Instruction,
+        updates: Sequence[Instruction],
+        attrs: ScatterAttrs,
+        to_apply: Computation,
+    ) -> Instruction:
+        arrays = [_array(x) for x in (*operands, indices, *updates)]
+        n = len(operands)
+        shape = si.infer_scatter_shape(arrays[:n], arrays[n], arrays[n + 1 :], attrs)
+        inputs = [*operands, indices, *updates]
+        return self._new(Opcode.SCATTER, shape, inputs, attrs, called=[to_apply])
 
     # ---- tuples ------------------------------------------------------------------------------
 
