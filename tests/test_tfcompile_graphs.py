@@ -130,12 +130,13 @@ def test_checkpoint_graph_without_its_checkpoint_names_the_variable(name: str) -
 
 
 def test_the_tests_cover_tfcompiles_graphs() -> None:
-    # All of tensorflow/compiler/aot/tests but tfcond, tftop_k, tfscatter, tfrandom_uniform
-    # (control flow, TopKV2, ScatterNd, RandomUniform: other issues).
+    # All of tensorflow/compiler/aot/tests but tfcond, tfrandom_uniform (control flow,
+    # RandomUniform: other issues).
     expected = {
         "tfadd", "tfadd_with_ckpt", "tfadd_with_ckpt_saver", "tfassert_eq", "tffunction",
-        "tfgather", "tfmatmul", "tfmatmulandadd", "tfmatmul_with_constant", "tfsplits",
-        "tfvariable", "tfvariable_readonly", "tfvariable_sequential_updates",
+        "tfgather", "tfmatmul", "tfmatmulandadd", "tfmatmul_with_constant", "tfscatter",
+        "tfsplits", "tftop_k", "tfvariable", "tfvariable_readonly",
+        "tfvariable_sequential_updates",
     }  # fmt: skip
     assert {n.removeprefix("test_graph_") for n in NAMES} == expected
 

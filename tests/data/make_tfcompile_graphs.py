@@ -21,7 +21,8 @@ For each graph ``test_graph_NAME`` it writes under ``tests/data/tfcompile/``:
 The checkpoint graphs (``tfadd_with_ckpt``, ``tfadd_with_ckpt_saver``) also get
 ``test_graph_NAME_frozen.pb``, frozen by ``convert_variables_to_constants``, and their
 checkpoint in TensorFlow's V2 format (``test_graph_NAME.ckpt.index`` / ``.data-*``).
-Graphs needing control flow, ``TopKV2``, ``ScatterNd`` or ``RandomUniform`` are left out.
+Graphs needing control flow or ``RandomUniform`` are left out. ``tfscatter``'s graph is not
+in TensorFlow's script (only its config is): it is made here from the config's names.
 """
 
 from __future__ import annotations
@@ -139,6 +140,24 @@ def tfsplits() -> None:
     tf.identity(y, name="result")
 
 
+def tftop_k() -> None:
+    x = v1.placeholder(tf.int32, shape=[5], name="x")
+    output = tf.nn.top_k(x, 2, name="values")
+    tf.identity(output[1], name="indices")
+
+
+def tfscatter() -> None:
+    """Made from its config (feeds indices_0/updates_0/indices_1/updates_1, fetches
+    result_0/result_1): a ScatterNd and a TensorScatterUpdate, as the names suggest."""
+    indices_0 = v1.placeholder(tf.int32, shape=[4, 1], name="indices_0")
+    updates_0 = v1.placeholder(tf.float32, shape=[4], name="updates_0")
+    indices_1 = v1.placeholder(tf.int32, shape=[4, 1], name="indices_1")
+    updates_1 = v1.placeholder(tf.float32, shape=[4], name="updates_1")
+    tf.scatter_nd(indices_0, updates_0, [8], name="result_0")
+    base = tf.constant([10.0, 20, 30, 40, 50, 60, 70, 80], name="base")
+    tf.tensor_scatter_nd_update(base, indices_1, updates_1, name="result_1")
+
+
 def tfvariable() -> None:
     x = tf.Variable([1000.0], name="x", shape=[1])
     old_x = x.value()
@@ -225,6 +244,14 @@ GRAPHS = [
     TestGraph("tfsplits", tfsplits,
               HEADER + feed("x", [2, 2]) + feed("y", [2, 2]) + fetch("result"),
               [np.array([[1, 2], [3, 4]], F32), np.array([[-1, 0.5], [2, -3]], F32)]),
+    TestGraph("tftop_k", tftop_k, HEADER + feed("x", [5]) + fetch("values") + fetch("indices"),
+              [np.array([4, 9, -1, 9, 3], I32)]),
+    TestGraph("tfscatter", tfscatter,
+              HEADER + feed("indices_0", [4, 1]) + feed("updates_0", [4])
+              + feed("indices_1", [4, 1]) + feed("updates_1", [4])
+              + fetch("result_0") + fetch("result_1"),
+              [np.array([[4], [3], [1], [7]], I32), np.array([9, 10, 11, 12], F32),
+               np.array([[0], [6], [2], [5]], I32), np.array([-1, -2, -3, -4], F32)]),
     TestGraph("tfvariable", tfvariable, HEADER + fetch("result") + variable("x", [1]),
               variables={"x": np.array([23], F32)}, calls=3),
     TestGraph("tfvariable_readonly", tfvariable_readonly,
