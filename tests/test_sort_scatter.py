@@ -14,7 +14,6 @@ from fixtures import assert_close, load_hlo_fixture
 
 import aotc
 from aotc.driver import compile_graph
-
 from aotc.errors import AotcError, HloError
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate, stable_sort_order, total_order_keys
@@ -369,7 +368,8 @@ def test_tf_scatter_with_a_bad_update_shape_names_the_node(tmp_path: Path) -> No
         '  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }\n'
         "  int_val: 5 int_val: 4 } } } }\n"
         'node { name: "nd" op: "ScatterNd" input: "i" input: "u" input: "shape"\n'
-        '  attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tindices" value { type: DT_INT32 } } }\n'
+        '  attr { key: "T" value { type: DT_FLOAT } }\n'
+        '  attr { key: "Tindices" value { type: DT_INT32 } } }\n'
     )
     config.write_text("feeds: [{name: i}, {name: u}]\nfetches: [nd]\n")
     with pytest.raises(AotcError, match=r"nd.*ScatterNd.*updates f32\[3,4\] must have the shape"):
@@ -379,6 +379,7 @@ def test_tf_scatter_with_a_bad_update_shape_names_the_node(tmp_path: Path) -> No
 def _placeholder(name: str, dtype: str, dims: list[int]) -> str:
     shape = " ".join(f"dim {{ size: {d} }}" for d in dims)
     return (
-        f'node {{ name: "{name}" op: "Placeholder" attr {{ key: "dtype" value {{ type: {dtype} }} }}\n'
+        f'node {{ name: "{name}" op: "Placeholder"\n'
+        f'  attr {{ key: "dtype" value {{ type: {dtype} }} }}\n'
         f'  attr {{ key: "shape" value {{ shape {{ {shape} }} }} }} }}\n'
     )

@@ -14,9 +14,9 @@ What TensorFlow 2.21 emits, pinned by ``sort_topk``: ``tf.sort`` and ``tf.argsor
 for ascending order, between ``Neg`` ops (integers: ``Neg`` and ``Sub 1``, which keeps
 INT_MIN in range). Inputs hold ties (TF keeps the lower index first) but no NaN (TF's CPU
 kernel and XLA order NaN differently). ``TopK`` (v1, attr ``k``) cannot be made any more
-(removed in GraphDef version 7): tests/test_sort_scatter.py builds one. Scatter indices are in range and, for
-``TensorScatterUpdate``, unique: TF's CPU kernels reject the former and leave the latter's
-result unspecified.
+(removed in GraphDef version 7): tests/test_sort_scatter.py builds one. Scatter indices are
+in range and, for ``TensorScatterUpdate``, unique: TF's CPU kernels reject the former and
+leave the latter's result unspecified.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from make_fixtures import (  # noqa: E402
-    F32,
     I32,
     I64,
     OUT_DIR,
