@@ -29,16 +29,22 @@ from aotc.errors import AotcError
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 
-V1_LOOP = "issue 11: v1 while frames (Enter/Exit/Merge/Switch/NextIteration/LoopCond)"
-KERAS_LOOP = f"{V1_LOOP} and TensorList ops"
+# The v1 frames of these are functionalized (aotc/frontend/functionalize.py); their bodies
+# hold TensorList (Keras) or TensorArrayV3 (dynamic_rnn) ops.
+KERAS_LOOP = "issue 11: TensorList ops"
 CRASHES: frozenset[str] = frozenset()  # pending fixtures that fail with another exception
-# TF2 functional control flow the front end translates: the evaluator also checks the HLO,
-# before and after the optimizer, against TF's numbers (test_functional_control_flow_evaluates).
+# Control flow the front end translates, functional (TF2) or functionalized (TF1 frames and
+# Switch/Merge): the evaluator also checks the HLO, before and after the optimizer, against
+# TF's numbers (test_functional_control_flow_evaluates).
 FUNCTIONAL = [
     "while_norm_functional",
     "while_nested_functional",
     "cond_v2",
     "switch_case_functional",
+    "while_norm_lowered",
+    "while_nested_lowered",
+    "cond_v1",
+    "switch_case",
 ]
 
 PENDING = {
@@ -51,11 +57,7 @@ PENDING = {
     "keras_lstm_stacked": KERAS_LOOP,
     "keras_lstm_masking": KERAS_LOOP,
     "keras_lstm_seq_functional": "issue 11: While with TensorList ops in its body",
-    "while_norm_lowered": V1_LOOP,
-    "while_nested_lowered": f"{V1_LOOP}, nested frames",
-    "cond_v1": "issue 11: TF1 Switch/Merge conditionals",
-    "switch_case": "issue 11: _SwitchN/Merge (a lowered Case)",
-    "dynamic_rnn_v1": f"{V1_LOOP} and TensorArrayV3 ops",
+    "dynamic_rnn_v1": "issue 11: TensorArrayV3 ops",
 }
 
 JAX = [

@@ -10,6 +10,7 @@ from typing import NoReturn
 from google.protobuf import message, text_format
 
 from aotc.errors import GraphError, InputFileError
+from aotc.frontend.functionalize import functionalize, has_v1_control_flow
 from aotc.frontend.inline import Library, functions_of, inline_functions, needs_inlining
 from aotc.frontend.node import Node
 from aotc.proto import aotc_tf_pb2 as pb
@@ -192,7 +193,8 @@ def load_graph(path: str | Path) -> Graph:
     """Read a binary (``.pb``) or text (``.pbtxt``) GraphDef; InputFileError names the file.
 
     Function calls left in the graph (``PartitionedCall`` and the like) are inlined, as for a
-    SavedModel (``inline.py``).
+    SavedModel (``inline.py``); TF1 loops and conditionals become functional ``While``/``If``/
+    ``Case`` nodes (``functionalize.py``).
     """
     data = _read(Path(path))
     suffix = Path(path).suffix.lower()
@@ -205,6 +207,8 @@ def load_graph(path: str | Path) -> Graph:
     functions = functions_of(proto)
     if needs_inlining(proto):
         proto = inline_functions(proto, str(path))
+    if has_v1_control_flow(proto):
+        proto, functions = functionalize(proto, functions, str(path))
     return Graph(proto, path, functions)
 
 

@@ -299,6 +299,17 @@ def _arg_position(op: str, arg: str, library: dict[str, pb.FunctionDef], where: 
     return names.index(arg)
 
 
+def output_arg_ref(op: str, index: int, library: Library) -> str:
+    """Flat output ``index`` of ``op`` as ``out_arg:i`` inside a FunctionDef (what
+    ``_arg_position`` reads back)."""
+    names = OUTPUT_ARGS.get(op)
+    if names is None and op in library:
+        names = tuple(a.name for a in library[op].signature.output_arg)
+    if names is None or len(names) == 1 or index >= len(names):
+        return f"output:{index}"
+    return f"{names[index]}:0"
+
+
 def function_graph(library: Library, func: pb.NameAttrList) -> tuple[pb.GraphDef, list[str]]:
     """Function ``func`` as a flat graph of its own, for a control-flow op's body or branch.
 
