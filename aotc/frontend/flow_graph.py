@@ -66,6 +66,8 @@ class FlowGraph:
             self.nodes[node.name] = copy
         self.library: Library = dict(library)
         self.taken = set(self.nodes)
+        self.position = {name: i for i, name in enumerate(self.nodes)}  # new nodes go last
+        self.in_frame: dict[int, set[str]] = {}
         self.consumers: dict[str, set[str]] = {name: set() for name in self.nodes}
         for node in self.nodes.values():
             self._index(node)
@@ -75,6 +77,8 @@ class FlowGraph:
         self.pred_of: dict[str, str] = {}  # a conditional's Switch -> its predicate
         self.merge_pred: dict[str, str] = {}  # a conditional's Merge -> its predicate
         _Analysis(self).run()
+        for name, frame in self.frame_of.items():
+            self.in_frame.setdefault(frame, set()).add(name)
 
     def label(self, name: str) -> str:
         return f"node '{name}' ({self.nodes[name].op})"
@@ -129,7 +133,17 @@ class FlowGraph:
         return self.frames[frame].parent if self.op(name) == "Exit" else frame
 
     def members(self, frame: int) -> list[str]:
-        return [n for n in self.nodes if self.frame_of[n] == frame]
+        """The nodes of loop frame ``frame``, in graph order."""
+        return self.in_order(self.in_frame.get(frame, set()))
+
+    def in_order(self, names: Iterable[str]) -> list[str]:
+        return sorted(names, key=self.position.__getitem__)
+
+    def place(self, name: str, frame: int, state: State) -> None:
+        """Record where a node that replaced others runs."""
+        self.frame_of[name] = frame
+        self.state_of[name] = state
+        self.in_frame.setdefault(frame, set()).add(name)
 
     def join(self, states: Iterable[State], name: str) -> State:
         """The union of ``states``; a node alive only under two branches of one predicate is
@@ -155,6 +169,7 @@ class FlowGraph:
         value; control inputs on removed nodes become control inputs on ``node``; any other
         read of a removed node is an error (``what`` names the structure)."""
         self.nodes[node.name] = node
+        self.position[node.name] = len(self.position)
         self.consumers[node.name] = set()
         self._index(node)
         for consumer in {c for r in removed for c in self.consumers[r]} - removed - {node.name}:
@@ -162,6 +177,7 @@ class FlowGraph:
         for name in removed:
             self._unindex(self.nodes.pop(name))
             del self.consumers[name]
+            self.in_frame[self.frame_of[name]].discard(name)
 
     def _rewire(
         self,
@@ -404,3 +420,13 @@ def unique_controls(inputs: list[str]) -> list[str]:
         seen.add(text)
         kept.append(text)
     return kept
+
+
+def outer_constant(graph: FlowGraph, ref: TensorRef) -> pb.NodeDef | None:
+    """A copy of ``ref``'s node without its (control) inputs when it is a ``Const``: a function
+    reading an outer constant gets its own copy, so shapes and axes stay compile-time
+    constants there."""
+    node = graph.nodes.get(ref.node)
+    if node is None or node.op != "Const":
+        return None
+    return copy_node(node, [])

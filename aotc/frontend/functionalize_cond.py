@@ -26,6 +26,7 @@ from aotc.frontend.flow_graph import (
     function_def,
     inputs_of,
     member_ref,
+    outer_constant,
 )
 from aotc.frontend.stateful_ops import STATEFUL_OPS
 from aotc.proto import aotc_tf_pb2 as pb
@@ -42,6 +43,7 @@ class _Cond:
     switches: set[str] = field(default_factory=set)  # the conditional's entry Switches
     captures: Captures = field(default_factory=Captures)
     controls: list[str] = field(default_factory=list)  # outer control inputs -> the If
+    copied: dict[int, dict[str, pb.NodeDef]] = field(default_factory=lambda: defaultdict(dict))
 
 
 def functionalize_conds(graph: FlowGraph, frame: int) -> None:
@@ -98,11 +100,11 @@ def _conditionals(graph: FlowGraph, pred: str, merges: list[str]) -> list[_Cond]
         for ref in inputs_of(graph.nodes[merge])[0]:
             branch = branch_in(graph.out_state(ref), pred)
             assert branch is not None  # the analysis found pred in every input
-            for name in _walk(graph, pred, ref.node, branch, switches[merge]):
-                if name in owner and find(owner[name]) != find(merge):
-                    group[find(owner[name])] = find(merge)
-                owner.setdefault(name, merge)
-                branches[name] = branch
+            walk = _Walk(graph, pred, branch, owner, switches[merge])
+            for name in walk.run(ref.node):
+                owner[name], branches[name] = merge, branch
+            for name in walk.met:  # found by an earlier Merge's walk: the same conditional
+                group[find(owner[name])] = find(merge)
     conds: dict[str, _Cond] = {}
     for merge in merges:
         cond = conds.setdefault(find(merge), _Cond(pred, []))
@@ -113,56 +115,72 @@ def _conditionals(graph: FlowGraph, pred: str, merges: list[str]) -> list[_Cond]
     return list(conds.values())
 
 
-def _walk(graph: FlowGraph, pred: str, start: str, branch: int, switches: set[str]) -> list[str]:
-    """The nodes of branch ``branch`` that ``start`` needs (itself included if it is one)."""
-    found: list[str] = []
-    seen: set[str] = set()
-    stack = [start]
-    while stack:
-        name = stack.pop()
-        if name in seen or name not in graph.nodes:
-            continue
-        seen.add(name)
+class _Walk:
+    """Walks back from one Merge input through the nodes of its branch ``branch``; nodes an
+    earlier walk found (``known``) are met, not walked again."""
+
+    def __init__(
+        self, graph: FlowGraph, pred: str, branch: int, known: dict[str, str], switches: set[str]
+    ) -> None:
+        self.graph, self.pred, self.branch = graph, pred, branch
+        self.known, self.switches = known, switches
+        self.met: set[str] = set()
+
+    def run(self, start: str) -> list[str]:
+        found: list[str] = []
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            name = stack.pop()
+            if name in seen or name not in self.graph.nodes:
+                continue
+            seen.add(name)
+            if not self._in_branch(name):
+                continue
+            if name in self.known:
+                self.met.add(name)
+                continue
+            found.append(name)
+            data, control = inputs_of(self.graph.nodes[name])
+            stack.extend([*(r.node for r in data), *control])
+        return found
+
+    def _in_branch(self, name: str) -> bool:
+        graph, pred = self.graph, self.pred
         if graph.pred_of.get(name) == pred:
-            switches.add(name)
-            continue
+            self.switches.add(name)
+            return False
         alive = branch_in(graph.state_of[name], pred)
-        if alive is None:
-            continue  # alive whatever pred is: a captured value
-        if alive != branch:
+        if alive is not None and alive != self.branch:
             raise UnsupportedError(
                 f"{graph.where(name)} is alive in branch {alive} of the conditional on "
-                f"'{pred}' but feeds its branch {branch}"
+                f"'{pred}' but feeds its branch {self.branch}"
             )
-        found.append(name)
-        data, control = inputs_of(graph.nodes[name])
-        stack.extend([*(r.node for r in data), *control])
-    return found
+        return alive is not None  # else alive whatever pred is: a captured value
 
 
 def _build(graph: FlowGraph, cond: _Cond, state: State, frame: int) -> None:
     count = _branch_count(graph, cond)
     merge_inputs = [_by_branch(graph, cond, m, count) for m in cond.merges]
-    for s in sorted(cond.switches):
-        cond.captures.arg(("outer", _switched(graph, s)), _switched(graph, s), _type(graph, s))
-    functions: list[str] = []
-    stateful = False
-    for b in range(count):
-        nodes = [_copy(graph, cond, n, b) for n in graph.nodes if cond.branch_of.get(n) == b]
+    order = graph.in_order(cond.branch_of)
+    cuts = []  # each branch's nodes and results; every branch takes every argument, so the
+    for b in range(count):  # functions are written once all are known
+        nodes = [_copy(graph, cond, n, b) for n in order if cond.branch_of[n] == b]
         results = [
             (_resolve(graph, cond, ins[b], b), _type(graph, m))
             for m, ins in zip(cond.merges, merge_inputs, strict=True)
         ]
-        functions.append(graph.fresh_function(f"{cond.merges[0]}_branch{b}"))
-        function_def(graph, functions[-1], nodes, cond.captures, results)
-        stateful |= any(n.op in STATEFUL_OPS for n in nodes)
+        cuts.append(([*nodes, *cond.copied[b].values()], results))
+    functions = [graph.fresh_function(f"{cond.merges[0]}_branch{b}") for b in range(count)]
+    for name, (nodes, results) in zip(functions, cuts, strict=True):
+        function_def(graph, name, nodes, cond.captures, results)
+    stateful = any(n.op in STATEFUL_OPS for nodes, _ in cuts for n in nodes)
     node = _functional_node(graph, cond, functions, stateful)
     removed = {*cond.branch_of, *cond.merges}
     removed |= {s for s in cond.switches if graph.consumers[s] <= removed}
     outputs = {TensorRef(m): TensorRef(node.name, i) for i, m in enumerate(cond.merges)}
     graph.collapse(removed, node, outputs, f"the conditional on '{cond.pred}'")
-    graph.frame_of[node.name] = frame
-    graph.state_of[node.name] = state
+    graph.place(node.name, frame, state)
 
 
 def _branch_count(graph: FlowGraph, cond: _Cond) -> int:
@@ -217,9 +235,19 @@ def _resolve(graph: FlowGraph, cond: _Cond, ref: TensorRef, branch: int) -> str:
                 f"{graph.path}: branch {branch} of the conditional on '{cond.pred}' reads "
                 f"'{ref}', output {ref.index} of its Switch"
             )
-        outer = _switched(graph, ref.node)
-        return cond.captures.arg(("outer", outer), outer, _type(graph, ref.node))
-    return cond.captures.arg(("outer", str(ref)), str(ref), dtype_of(graph, ref))
+        switched = TensorRef.parse(_switched(graph, ref.node))
+        return _outer(graph, cond, switched, _type(graph, ref.node), branch)
+    return _outer(graph, cond, ref, dtype_of(graph, ref), branch)
+
+
+def _outer(graph: FlowGraph, cond: _Cond, ref: TensorRef, dtype: DType, branch: int) -> str:
+    """A value from outside the conditional: an argument, or a copy where it is a constant."""
+    constant = outer_constant(graph, ref)
+    if constant is None:
+        return cond.captures.arg(("outer", str(ref)), str(ref), dtype)
+    cond.copied[branch][ref.node] = constant
+    cond.controls.extend(inputs_of(graph.nodes[ref.node])[1])
+    return f"{ref.node}:output:{ref.index}"
 
 
 def _functional_node(

@@ -23,6 +23,7 @@ from aotc.frontend.flow_graph import (
     function_def,
     inputs_of,
     member_ref,
+    outer_constant,
 )
 from aotc.frontend.stateful_ops import STATEFUL_OPS
 from aotc.proto import aotc_tf_pb2 as pb
@@ -54,11 +55,13 @@ def functionalize_loop(graph: FlowGraph, frame: int) -> None:
     cut = _Cut(graph, set(members), loop)
     cond_nodes = cut.walk([_data(graph, loop.loop_cond)[0]], [], body=False)
     cond_result = cut.resolve(_data(graph, loop.loop_cond)[0], body=False)
+    cond_nodes += cut.copied[False].values()
     nexts = [_next_of(graph, m) for m in loop.merges]
     starts = [_data(graph, n)[0] for n in nexts]
     controls = [c for n in nexts for c in inputs_of(graph.nodes[n])[1]]
     body_nodes = cut.walk(starts, controls, body=True)
     body_results = [cut.resolve(r, body=True) for r in starts]
+    body_nodes += cut.copied[True].values()
     _check_dead(graph, members, {*cut.cond_members, *cut.body_members}, loop)
     _build(graph, frame, members, loop, (cond_nodes, cond_result), (body_nodes, body_results))
 
@@ -139,6 +142,7 @@ class _Cut:
         self.graph, self.frame, self.loop = graph, frame, loop
         self.cond_members: set[str] = set()
         self.body_members: set[str] = set()
+        self.copied: dict[bool, dict[str, pb.NodeDef]] = {False: {}, True: {}}  # outer Consts
 
     def walk(self, starts: list[TensorRef], controls: list[str], body: bool) -> list[pb.NodeDef]:
         members = self.body_members if body else self.cond_members
@@ -150,8 +154,7 @@ class _Cut:
             members.add(name)
             data, control = inputs_of(self.graph.nodes[name])
             stack.extend([*(r.node for r in data), *control])
-        order = [n for n in self.graph.nodes if n in members]
-        return [self._copy(n, members, body) for n in order]
+        return [self._copy(n, members, body) for n in self.graph.in_order(members)]
 
     def _is_member(self, name: str) -> bool:
         return name in self.frame and self.graph.op(name) not in STRUCTURE_OPS
@@ -168,10 +171,9 @@ class _Cut:
         graph, loop = self.graph, self.loop
         op = graph.op(ref.node)
         if ref.node not in self.frame:
-            return loop.captures.arg(("outer", str(ref)), str(ref), dtype_of(graph, ref))
+            return self._outer(ref, dtype_of(graph, ref), body)
         if ref.node in loop.constants:
-            outer = graph.nodes[ref.node].input[0]
-            return loop.captures.arg(("outer", outer), outer, _type(graph, ref.node))
+            return self._outer(_data(graph, ref.node)[0], _type(graph, ref.node), body)
         if op == "Merge" or (body and op == "Switch" and ref.index == 1):
             return loop.captures.arg(("var", str(loop.var_of[ref.node])), "", pb.DT_INVALID)
         if op in STRUCTURE_OPS:
@@ -182,6 +184,15 @@ class _Cut:
             )
         return member_ref(graph, ref)
 
+    def _outer(self, ref: TensorRef, dtype: DType, body: bool) -> str:
+        """An outer value: a loop invariant, or a copy where it is a constant."""
+        constant = outer_constant(self.graph, ref)
+        if constant is None:
+            return self.loop.captures.arg(("outer", str(ref)), str(ref), dtype)
+        self.copied[body][ref.node] = constant
+        self.loop.controls.extend(inputs_of(self.graph.nodes[ref.node])[1])
+        return f"{ref.node}:output:{ref.index}"
+
     def _control(self, name: str, members: set[str], body: bool) -> str | None:
         graph, loop = self.graph, self.loop
         if name in members:
@@ -190,25 +201,32 @@ class _Cut:
             loop.controls.append(name)
             return None
         if name in loop.constants:
-            return "^" + self.resolve(TensorRef(name), body)
+            return "^" + self.resolve(TensorRef(name), body).split(":")[0]
         if name in loop.var_of and graph.op(name) in ("Enter", "Merge", "Switch"):
             return "^" + loop.captures.arg(("var", str(loop.var_of[name])), "", pb.DT_INVALID)
         return None  # the LoopCond, or a node of the other function: ordering only
 
 
 def _check_dead(graph: FlowGraph, members: list[str], cut: set[str], loop: _Frame) -> None:
-    """Nodes of the frame neither function needs are dropped; one with a side effect cannot."""
-    lost = [
-        m
-        for m in members
-        if m not in cut and graph.op(m) not in STRUCTURE_OPS and graph.op(m) in STATEFUL_OPS
-    ]
-    if lost:
-        names = ", ".join(graph.label(m) for m in lost)
-        raise UnsupportedError(
-            f"{graph.path}: loop '{loop.name}' runs {names} for its effect only, which the "
-            "compiled loop would drop"
-        )
+    """Nodes of the frame neither function needs are dropped, unless dropping them loses
+    something: a side effect, or a value read from outside (which needs an Exit)."""
+    dead = [m for m in members if m not in cut and graph.op(m) not in STRUCTURE_OPS]
+    effects = [m for m in dead if graph.op(m) in STATEFUL_OPS]
+    stray = [m for m in dead if not _dropped_quietly(graph, m)]
+    for found, why in ((effects, "its effect would be lost"), (stray, _EXITS)):
+        if found:
+            raise UnsupportedError(
+                f"{graph.path}: {', '.join(graph.label(m) for m in found)} runs in loop "
+                f"'{loop.name}' but neither its condition nor its body needs it: {why}"
+            )
+
+
+_EXITS = "a value leaves a loop only through an Exit"
+
+
+def _dropped_quietly(graph: FlowGraph, name: str) -> bool:
+    # A NoOp orders only; a node another frame node reads is part of the frame's plumbing.
+    return graph.op(name) == "NoOp" or bool(graph.consumers[name])
 
 
 def _build(
@@ -241,11 +259,9 @@ def _build(
     )
     exits = {m: i for m, i in loop.var_of.items() if graph.op(m) == "Exit"}
     outputs = {TensorRef(e): TensorRef(node.name, i) for e, i in exits.items()}
-    parent = graph.frames[frame].parent
-    graph.collapse(set(members), node, outputs, f"loop '{loop.name}'")
-    graph.frame_of[node.name] = parent
     states = [graph.out_state(TensorRef.parse(t)) for t in captures.outer]
-    graph.state_of[node.name] = graph.join(states, node.name)
+    graph.collapse(set(members), node, outputs, f"loop '{loop.name}'")
+    graph.place(node.name, graph.frames[frame].parent, graph.join(states, node.name))
 
 
 def _data(graph: FlowGraph, name: str) -> list[TensorRef]:
