@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from codegen_testing import run_and_compare
 from llvmlite import ir as llvm_ir
+from tf1_graphs import Tf1Graph
 
 import aotc
 from aotc.codegen.irtypes import VOID
@@ -354,3 +355,36 @@ def test_functions_nested_1501_deep_are_inlined(tmp_path: Path) -> None:
     path.write_bytes(_nested_functions(1_501).SerializeToString())
     x = np.array([1.0, -2.0], np.float32)
     np.testing.assert_array_equal(aotc.compile(path, cache=False)(x), -x)
+
+
+def _tf1_nested_loops(depth: int) -> pb.GraphDef:
+    """``depth`` TF1 while frames each inside the body of the last, each running once; the
+    innermost body adds 1. Built level by level down, then closed level by level up."""
+    g = Tf1Graph()
+    value = g.node("Placeholder", name="x", dtype=pb.AttrValue(type=pb.DT_FLOAT))
+    g._node(value).attr["shape"].shape.dim.add(size=4)
+    levels = []
+    for k in range(depth):
+        enter = dict(frame_name=f"loop{k}", is_constant=False)
+        counter = g.node(
+            "Merge", *[g.node("Enter", g.const(0, value, dtype=np.int32), **enter)] * 2
+        )
+        carry = g.node("Merge", *[g.node("Enter", value, **enter)] * 2)
+        go = g.node("LoopCond", g.node("Less", counter, g.const(1, counter, dtype=np.int32)))
+        switches = (g.node("Switch", counter, go), g.node("Switch", carry, go))
+        step, value = (g.node("Identity", f"{s}:1") for s in switches)
+        levels.append((counter, carry, switches[1], step))
+    result = g.node("AddV2", value, g.const(1.0, value))
+    for counter, carry, switch, step in reversed(levels):
+        one = g.const(1, step, dtype=np.int32)
+        g._node(counter).input[1] = g.node("NextIteration", g.node("AddV2", step, one))
+        g._node(carry).input[1] = g.node("NextIteration", result)
+        result = g.node("Exit", switch)
+    g.node("Identity", result, name="out")
+    return g.proto
+
+
+def test_tf1_loops_nested_1200_deep_are_functionalized_and_compile(tmp_path: Path) -> None:
+    path = tmp_path / "nested.pb"
+    path.write_bytes(_tf1_nested_loops(NESTING).SerializeToString())
+    np.testing.assert_array_equal(aotc.compile(path, cache=False)(X), X + 1)

@@ -130,12 +130,11 @@ def test_checkpoint_graph_without_its_checkpoint_names_the_variable(name: str) -
 
 
 def test_the_tests_cover_tfcompiles_graphs() -> None:
-    # All of tensorflow/compiler/aot/tests but tfcond, tfrandom_uniform (control flow,
-    # RandomUniform: other issues).
+    # All of tensorflow/compiler/aot/tests but tfrandom_uniform (RandomUniform: another issue).
     expected = {
-        "tfadd", "tfadd_with_ckpt", "tfadd_with_ckpt_saver", "tfassert_eq", "tffunction",
-        "tfgather", "tfmatmul", "tfmatmulandadd", "tfmatmul_with_constant", "tfscatter",
-        "tfsplits", "tftop_k", "tfvariable", "tfvariable_readonly",
+        "tfadd", "tfadd_with_ckpt", "tfadd_with_ckpt_saver", "tfassert_eq", "tfcond",
+        "tffunction", "tfgather", "tfmatmul", "tfmatmulandadd", "tfmatmul_with_constant",
+        "tfscatter", "tfsplits", "tftop_k", "tfvariable", "tfvariable_readonly",
         "tfvariable_sequential_updates",
     }  # fmt: skip
     assert {n.removeprefix("test_graph_") for n in NAMES} == expected
@@ -149,3 +148,13 @@ def test_variable_state_carries_over_calls() -> None:
     assert [r[0].ravel().tolist() for r, _ in runs] == [[23, 65], [65, 107]]
     assert [v[0].tolist() for _, v in runs] == [[65], [107]]
     assert "float *x, float *result, void *temp" in model.header
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_tfcond_runs_the_branch_its_predicate_picks(pred: bool) -> None:
+    # tfcompile_test.cc's Cond test: result = x if p else y (a TF1 Switch/Merge conditional).
+    name = "test_graph_tfcond"
+    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt").model
+    args = [np.array(pred), np.array([10], np.int32), np.array([20], np.int32)]
+    ((results, _),) = run_calls(model, args, 1)
+    assert results[0].tolist() == [10 if pred else 20]

@@ -282,9 +282,11 @@ class _Analysis:
         return self.graph.join([*rest, *map(self._state, control)], name)
 
     def _frame(self, node: pb.NodeDef, inputs: list[TensorRef]) -> int:
-        frame = ROOT
-        for ref in inputs:
-            frame = self._deeper(frame, self.graph.out_frame(ref.node), node.name)
+        frame: int | None = None
+        for ref in inputs:  # usually all in one frame: a walk up the frames only where not
+            out = self.graph.out_frame(ref.node)
+            frame = out if frame in (None, out) else self._deeper(frame, out, node.name)
+        frame = ROOT if frame is None else frame
         if node.op != "Enter":
             return frame
         key = (frame, node.attr["frame_name"].s.decode("utf-8", "replace"))

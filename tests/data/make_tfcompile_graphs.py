@@ -21,8 +21,8 @@ For each graph ``test_graph_NAME`` it writes under ``tests/data/tfcompile/``:
 The checkpoint graphs (``tfadd_with_ckpt``, ``tfadd_with_ckpt_saver``) also get
 ``test_graph_NAME_frozen.pb``, frozen by ``convert_variables_to_constants``, and their
 checkpoint in TensorFlow's V2 format (``test_graph_NAME.ckpt.index`` / ``.data-*``).
-Graphs needing control flow or ``RandomUniform`` are left out. ``tfscatter``'s graph is not
-in TensorFlow's script (only its config is): it is made here from the config's names.
+Graphs needing ``RandomUniform`` are left out. ``tfscatter``'s graph is not in TensorFlow's
+script (only its config is): it is made here from the config's names.
 """
 
 from __future__ import annotations
@@ -87,6 +87,19 @@ def tfassert_eq() -> None:
     y = v1.placeholder(tf.int32, name="y_hold")
     tf.debugging.Assert(tf.equal(x, y), ["Expected x == y."], name="assert_eq")
     tf.add(x, tf.negative(y), name="x_y_diff")
+
+
+def tfcond() -> None:
+    # TF1 control flow (Switch/Merge), as tfcompile's make_test_graphs.py builds it in graph mode.
+    v1.disable_control_flow_v2()
+    try:
+        p = v1.placeholder(tf.bool, name="p_hold")
+        x = v1.placeholder(tf.int32, name="x_hold")
+        y = v1.placeholder(tf.int32, name="y_hold")
+        z = tf.cond(p, lambda: x, lambda: y)
+        tf.identity(z, name="result")
+    finally:
+        v1.enable_control_flow_v2()
 
 
 def tfgather() -> None:
@@ -224,6 +237,10 @@ GRAPHS = [
     TestGraph("tfassert_eq", tfassert_eq,
               HEADER + feed("x_hold", [1]) + feed("y_hold", [1]) + fetch("x_y_diff"),
               [np.array([32], I32), np.array([2], I32)]),
+    TestGraph("tfcond", tfcond,
+              HEADER + feed("p_hold", []) + feed("x_hold", [1]) + feed("y_hold", [1])
+              + fetch("result"),
+              [np.array(False), np.array([10], I32), np.array([20], I32)]),
     TestGraph("tfgather", tfgather,
               HEADER + feed("params", [4]) + feed("indices", [2]) + fetch("gather_output"),
               [np.array([-1.5, 2.0, 3.25, 4.0], F32), np.array([3, 1], I32)]),
