@@ -539,13 +539,13 @@ class ScatterAttrs:
         lists = [
             ("update_window_dims", self.update_window_dims),
             ("inserted_window_dims", self.inserted_window_dims),
+            ("scatter_dims_to_operand_dims", self.scatter_dims_to_operand_dims),
         ]
         if self.input_batching_dims:  # XLA prints the batching dims only when there are some
             lists += [
                 ("input_batching_dims", self.input_batching_dims),
                 ("scatter_indices_batching_dims", self.scatter_indices_batching_dims),
             ]
-        lists.append(("scatter_dims_to_operand_dims", self.scatter_dims_to_operand_dims))
         hints = [("indices_are_sorted", self.indices_are_sorted)]
         hints.append(("unique_indices", self.unique_indices))
         return [

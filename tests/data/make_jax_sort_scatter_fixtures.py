@@ -75,6 +75,11 @@ def scatter(x, i, u, r):
     )
 
 
+def scatter_batched(x, i, u):
+    """A vmapped ``.at[].add``: JAX prints a scatter with batching dims."""
+    return jax.vmap(lambda a, j, v: a.at[j].add(v))(x, i, u)
+
+
 def main() -> None:
     x = with_ties(5, 6)
     y = np.array([[3, 1, 2, 0], [0, 1, 3, 2], [2, 3, 0, 1], [1, 0, 2, 3], [3, 2, 1, 0]], np.int32)
@@ -85,10 +90,16 @@ def main() -> None:
         ("sort", sort, [x, y]),
         ("top_k", top_k, [with_ties(4, 40)]),
         ("scatter", scatter, [rng.standard_normal((5, 6)).astype(np.float32), i, u, r]),
+        (
+            "scatter_batched",
+            scatter_batched,
+            [x, rng.integers(0, 6, (5, 4)).astype(np.int32), u[:5, :4]],
+        ),
     ]
     for name, f, args in fixtures:
         jitted = jax.jit(f)
-        results = [np.asarray(v) for v in jitted(*args)]
+        out = jitted(*args)
+        results = [np.asarray(v) for v in (out if isinstance(out, tuple) else [out])]
         text = jitted.lower(*args).as_text(dialect="hlo")
         save(f"jax_{name}", text, [np.asarray(a) for a in args], results)
 
