@@ -54,3 +54,22 @@ def c_identifier(text: str) -> str:
     if ident in C_KEYWORDS:
         ident += "_"
     return ident
+
+
+_CPP_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def cpp_class_parts(text: str) -> list[str]:
+    """``foo::bar::MyClass`` (or ``::foo::MyClass``) -> ``["foo", "bar", "MyClass"]``: the
+    namespaces, then the class name, as tfcompile's ``--cpp_class`` takes them. Raises
+    ``ValueError`` saying what is wrong with which part (the caller names the text and where
+    it was given)."""
+    parts = text[2:].split("::") if text.startswith("::") else text.split("::")
+    for part in parts:
+        if not _CPP_IDENTIFIER.match(part):
+            raise ValueError(f"{part!r} is not a C++ identifier (expected ns::Class)")
+        if part in C_KEYWORDS:
+            raise ValueError(f"{part!r} is a C++ keyword")
+        if "__" in part or (part[0] == "_" and part[1:2].isupper()):
+            raise ValueError(f"{part!r} is reserved for the C++ implementation")
+    return parts

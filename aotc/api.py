@@ -6,6 +6,7 @@
     fn = aotc.compile("model.pb", config="model.yaml")     # or a SavedModel dir, or model.hlo
     y = fn(x=np.ones((1, 784), np.float32))                 # keywords, a dict, or positional
     fn.header, fn.object_bytes, fn.report                    # what the CLI would write
+    # cpp_class="ns::Name" adds fn.cpp_header (the CLI's --cpp-class)
 
 A call returns a single numpy array when the model has one result, else a list in result
 order. Compilation is cached in memory: compiling the same model again (same file contents,
@@ -50,6 +51,11 @@ class CompiledFunction:
     def header(self) -> str:
         """The C header the CLI would write."""
         return self.model.header
+
+    @property
+    def cpp_header(self) -> str:
+        """The C++ class header the CLI would write (``cpp_class=``); empty without one."""
+        return self.model.cpp_header
 
     @property
     def object_bytes(self) -> bytes:
@@ -126,19 +132,22 @@ def compile(  # noqa: A001 - aotc.compile mirrors the CLI's `aotc compile`
     signature: str | None = None,
     tags: Sequence[str] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
+    cpp_class: str | None = None,
     cache_dir: str | Path | None = None,
     cache: bool = True,
 ) -> CompiledFunction:
     """Compile ``model`` (GraphDef, SavedModel directory or HLO text) for this machine.
 
     ``signature``, ``tags`` and ``shapes`` are the SavedModel options (``--signature``,
-    ``--tag``, ``--shape``). ``cache=False`` always recompiles; ``cache_dir`` adds the on-disk
-    cache the CLI uses.
+    ``--tag``, ``--shape``); ``cpp_class`` (``"ns::Name"``, ``--cpp-class``) also makes the C++
+    class header (``fn.cpp_header``). ``cache=False`` always recompiles; ``cache_dir`` adds the
+    on-disk cache the CLI uses.
     """
     options = SourceOptions(
         signature,
         tuple(tags) if tags else None,
         {k: tuple(int(d) for d in v) for k, v in (shapes or {}).items()},
+        cpp_class=cpp_class,
         api=True,
     )
     policy = CachePolicy(enabled=cache, disk=cache_dir is not None, folder=cache_dir, memory=True)

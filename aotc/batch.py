@@ -120,7 +120,7 @@ def check_distinct_outputs(jobs: Sequence[CompileJob]) -> None:
     """Two models writing the same file would race: refuse before compiling anything."""
     seen: dict[Path, str] = {}
     for job in jobs:
-        for path in (job.outputs.binary, job.outputs.header):
+        for path in (job.outputs.binary, job.outputs.header, job.outputs.cpp_header):
             key = Path(os.path.abspath(path))
             if key in seen:
                 raise UsageError(

@@ -344,6 +344,12 @@ def many_options(fn: F) -> F:
 )
 @output_options
 @click.option("--name", help="C name prefix of the model (overrides the config's name:).")
+@click.option(
+    "--cpp-class",
+    metavar="NS::NAME",
+    help="Also write PREFIX.hpp: a header-only C++ class shaped like tfcompile's (overrides "
+    "the config's cpp_class:).",
+)
 @click.option("--target-triple", help="LLVM target triple, e.g. aarch64-unknown-linux-gnu.")
 @click.option("--target-cpu", help="LLVM CPU name, e.g. generic, skylake-avx512, neoverse-n1.")
 @click.option("--target-features", help='LLVM feature string, e.g. "+avx2,+fma".')
@@ -375,6 +381,7 @@ def compile_command(
     emit: str,
     depfile: str | None,
     name: str | None,
+    cpp_class: str | None,
     target_triple: str | None,
     target_cpu: str | None,
     target_features: str | None,
@@ -408,17 +415,21 @@ def compile_command(
       aotc compile mlp.pb --target-triple aarch64-unknown-linux-gnu --target-cpu generic
       aotc compile saved_model/ --signature serving_default --shape x=1,224,224,3
       aotc compile graph.pb -c graph.config.pbtxt --checkpoint ckpt/model.ckpt
+      aotc compile graph.pb -c graph.config.pbtxt --cpp-class foo::bar::MatMulComp
       aotc compile model.hlo -o build/model
       aotc compile models/*.pb -d build -j 8
     """
     paths = graph_paths(graphs, list_file)
     one_graph_only(len(paths), {"-c": config, "-o": output, "--depfile": depfile, "--name": name})
+    one_graph_only(len(paths), {"--cpp-class": cpp_class})
     one_graph_only(len(paths), {"--checkpoint": checkpoint, "--report": report_path})
     one_graph_only(len(paths), {"--dump-to": dump_to, "-v": verbose})
     formats = None if dump_format is None else [f.strip() for f in dump_format.split(",")]
     settings = CompileSettings(
         TargetOverrides(target_triple, target_cpu, target_features),
-        replace(source_options(signature, tags, shapes, checkpoint), name=name),
+        replace(
+            source_options(signature, tags, shapes, checkpoint), name=name, cpp_class=cpp_class
+        ),
         pipeline_options(dump_to, dump_pass_re, formats, disabled_passes),
         CachePolicy(
             enabled=not no_cache, folder=cache_dir, max_bytes=size_option(cache_max, "--cache-max")
@@ -432,16 +443,17 @@ def compile_command(
         result, outcome = compile_job(todo[0], settings)
     if not quiet:
         _warn(outcome.warnings)
-        click.echo(_wrote(todo[0], outcome))
+        click.echo(_wrote(todo[0].outputs.written(result.model), outcome))
     _compile_report(result, report_path, verbose, quiet)
     if verbose and not quiet:
         click.echo("\n".join([outcome.summary(), *outcome.notes]))
 
 
-def _wrote(job: CompileJob, outcome: CacheOutcome) -> str:
+def _wrote(files: Sequence[Path], outcome: CacheOutcome) -> str:
     """The final line of a compile: what was written, and whether it came from the cache."""
     cached = " (from the cache)" if outcome.hit else ""
-    return f"wrote {job.outputs.binary} and {job.outputs.header}{cached}"
+    *others, last = files
+    return f"wrote {', '.join(map(str, others))} and {last}{cached}"
 
 
 def _warn(lines: Sequence[str]) -> None:
@@ -479,7 +491,7 @@ def compile_many(
         if not quiet:
             _warn([w for w in outcome.warnings if w not in warned])
             warned.update(outcome.warnings)
-            click.echo(_wrote(job, outcome))
+            click.echo(_wrote([job.outputs.binary, job.outputs.header], outcome))
 
     compile_jobs(jobs, settings, workers, finished)
     if codes:

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import numpy as np
 import yaml
 
-from aotc.abi import SUPPORTED_DTYPES
+from aotc.abi import SUPPORTED_DTYPES, cpp_class_parts
 from aotc.errors import AotcError, ConfigError, InputFileError
 from aotc.tensor_ref import TensorRef
 
@@ -73,7 +73,9 @@ class Target:
 
 @dataclass(frozen=True)
 class Config:
-    """A whole config; empty ``feeds``/``fetches`` mean "infer them from the graph"."""
+    """A whole config; empty ``feeds``/``fetches`` mean "infer them from the graph".
+
+    ``cpp_class`` (``ns::Name``) asks for the C++ class header too (``--cpp-class``)."""
 
     name: str | None = None
     feeds: tuple[Feed, ...] = ()
@@ -81,9 +83,10 @@ class Config:
     target: Target = field(default_factory=Target)
     path: str | None = None
     variables: tuple[Variable, ...] = ()
+    cpp_class: str | None = None
 
 
-_TOP_KEYS = ("name", "feeds", "fetches", "variables", "target")
+_TOP_KEYS = ("name", "feeds", "fetches", "variables", "target", "cpp_class")
 _FEED_KEYS = ("name", "shape", "dtype")
 _FETCH_KEYS = ("name",)
 _VARIABLE_KEYS = ("name", "shape", "dtype", "readonly")
@@ -114,6 +117,7 @@ def parse_config(data: object, source: str = "<config>") -> Config:
         target=checker.target(top.get("target")),
         path=source,
         variables=tuple(variables),
+        cpp_class=checker.cpp_class(top.get("cpp_class")),
     )
 
 
@@ -145,6 +149,16 @@ class _Checker:
 
     def name(self, value: object) -> str | None:
         return None if value is None else self.string(value, "name")
+
+    def cpp_class(self, value: object) -> str | None:
+        if value is None:
+            return None
+        text = self.string(value, "cpp_class")
+        try:
+            cpp_class_parts(text)
+        except ValueError as e:
+            self.fail("cpp_class", f"{text!r}: {e}")
+        return text
 
     def target(self, value: object) -> Target:
         if value is None:

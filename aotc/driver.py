@@ -59,7 +59,13 @@ def compile_graph(
     with progress.stage("codegen"):
         spec = _target_spec(source.config, target)
         model, assignment = compile_module_assigned(
-            source.module, source.signature.name, args, results, spec, progress.detail
+            source.module,
+            source.signature.name,
+            args,
+            results,
+            spec,
+            progress.detail,
+            source.config.cpp_class,
         )
     return CompileResult(model, build_report(assignment, pipeline.timings, source.notes))
 

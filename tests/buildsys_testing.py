@@ -21,10 +21,10 @@ AOTC = Path(sys.executable).with_name("aotc")  # the aotc of this test run's env
 
 
 def make_project(root: Path, *build_files: str) -> Path:
-    """``root`` with app.c, the named build files, models/{mlp,matmul}.{pb,yaml} and the
-    SavedModel folder models/module."""
+    """``root`` with app.c and app.cc (its C++ twin, using the models' --cpp-class classes), the
+    named build files, models/{mlp,matmul}.{pb,yaml} and the SavedModel folder models/module."""
     (root / "models").mkdir(parents=True)
-    for name in ("app.c", *build_files):
+    for name in ("app.c", "app.cc", *build_files):
         shutil.copy(BUILDSYS / name, root / name)
     for src in (EXAMPLE / "mlp.pb", CONFIGS / "mlp.yaml", TF_DATA / "matmul.pb"):
         shutil.copy(src, root / "models" / src.name)

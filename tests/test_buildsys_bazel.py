@@ -1,5 +1,6 @@
 """Bazel: aotc_library in a workspace with two models and a cc_binary linking both, built
-offline (only Bazel's built-in C++ rules), whose numbers must match TensorFlow's. The compile
+offline (only Bazel's built-in C++ rules), whose numbers must match TensorFlow's; the same two
+with cpp_class, run through their classes by a C++11 cc_binary. The compile
 actions are sandboxed (so every input is declared), list aotc's own sources as inputs, and
 after `bazel clean` a second build is served entirely from a --disk_cache.
 """
@@ -70,19 +71,22 @@ def test_aotc_library_builds_offline_and_hits_the_disk_cache_after_clean(tmp_pat
     )
     bazel = ["bazel", f"--output_user_root={tmp_path / 'root'}", "--max_idle_secs=60"]
     flags = [*write_shims(tmp_path / "shims"), f"--disk_cache={tmp_path / 'disk-cache'}"]
-    targets = ["//:app", "//:module"]
+    targets = ["//:app", "//:app_cpp", "//:module"]
     try:
         first, second = tmp_path / "first.json", tmp_path / "second.json"
         run([*bazel, "build", *flags, f"--execution_log_json_file={first}", *targets], ws)
         check_app(ws / "bazel-bin" / "app", tmp_path / "run")
+        check_app(ws / "bazel-bin" / "app_cpp", tmp_path / "run")
         assert "int module_run(" in (ws / "bazel-bin" / "module.h").read_text()  # a SavedModel
+        assert "class MatMul final" in (ws / "bazel-bin" / "matmul_cc.hpp").read_text()
         compiles = aotc_spawns(first)
-        assert len(compiles) == 3 and all("sandbox" in str(s["runner"]) for s in compiles)
+        assert len(compiles) == 5 and all("sandbox" in str(s["runner"]) for s in compiles)
         inputs = {i["path"] for i in compiles[0]["inputs"]}
         assert "external/aotc_compiler/sources/__init__.py" in inputs  # aotc itself is an input
         run([*bazel, "clean"], ws)
         run([*bazel, "build", *flags, f"--execution_log_json_file={second}", *targets], ws)
-        assert [s["remoteCacheHit"] for s in aotc_spawns(second)] == [True, True, True]
+        assert [s["remoteCacheHit"] for s in aotc_spawns(second)] == [True] * 5
         check_app(ws / "bazel-bin" / "app", tmp_path / "run")
+        check_app(ws / "bazel-bin" / "app_cpp", tmp_path / "run")
     finally:
         subprocess.run([*bazel, "shutdown"], cwd=ws, env=tool_env(), capture_output=True)

@@ -5,7 +5,8 @@
     aotc_library(
         name = "mlp",                # the library; its header is "<package>/mlp.h"
         graph = "mlp.pb",            # GraphDef or HLO text; or a filegroup of a SavedModel
-        config = "mlp.yaml",         # optional
+        config = "mlp.yaml",         # optional; YAML or tfcompile's .config.pbtxt
+        cpp_class = "ns::Mlp",       # optional: also "<package>/mlp.hpp", tfcompile's class
     )
     cc_binary(name = "app", srcs = ["app.c"], deps = [":mlp"])
 
@@ -59,8 +60,15 @@ def _aotc_compile_impl(ctx):
         config = ctx.actions.declare_file(ctx.label.name + ".empty.yaml")
         ctx.actions.write(config, "")
     prefix = ctx.outputs.object.path[:-len(".o")]
+    outputs = [ctx.outputs.object, ctx.outputs.header]
     if ctx.outputs.header.path != prefix + ".h":
         fail("aotc_library %s: object and header must have the same stem" % ctx.label)
+    if bool(ctx.attr.cpp_class) != bool(ctx.outputs.cpp_header):
+        fail("aotc_library %s: cpp_class and cpp_header go together" % ctx.label)
+    if ctx.outputs.cpp_header:
+        if ctx.outputs.cpp_header.path != prefix + ".hpp":
+            fail("aotc_library %s: object and C++ header must have the same stem" % ctx.label)
+        outputs.append(ctx.outputs.cpp_header)
     args = ctx.actions.args()
     args.add_all(["compile", _model_path(ctx), "-c", config, "-o", prefix, "--no-cache", "-q"])
     args.add_all(["--target-triple", _triple(ctx), "--target-cpu", ctx.attr.target_cpu])
@@ -68,13 +76,15 @@ def _aotc_compile_impl(ctx):
         args.add("--target-features", ctx.attr.target_features)
     if ctx.attr.c_name:
         args.add("--name", ctx.attr.c_name)
+    if ctx.attr.cpp_class:
+        args.add("--cpp-class", ctx.attr.cpp_class)
     args.add_all(ctx.attr.aotc_args)
     ctx.actions.run(
         executable = ctx.executable._aotc,
         arguments = [args],
         inputs = ctx.files.graph + [config],
         tools = ctx.files._aotc_sources,
-        outputs = [ctx.outputs.object, ctx.outputs.header],
+        outputs = outputs,
         mnemonic = "AotcCompile",
         progress_message = "aotc: compiling %s" % ctx.label,
     )
@@ -83,10 +93,12 @@ aotc_compile = rule(
     implementation = _aotc_compile_impl,
     attrs = {
         "graph": attr.label(allow_files = True, mandatory = True),
-        "config": attr.label(allow_single_file = [".yaml", ".yml"]),
+        "config": attr.label(allow_single_file = [".yaml", ".yml", ".pbtxt", ".pb"]),
         "object": attr.output(mandatory = True),
         "header": attr.output(mandatory = True),
+        "cpp_header": attr.output(),
         "c_name": attr.string(),
+        "cpp_class": attr.string(),
         "target_triple": attr.string(),
         "target_cpu": attr.string(default = "generic"),
         "target_features": attr.string(),
@@ -108,6 +120,7 @@ def aotc_library(
         graph,
         config = None,
         c_name = None,
+        cpp_class = None,
         target_triple = None,
         target_cpu = "generic",
         target_features = None,
@@ -115,7 +128,10 @@ def aotc_library(
         **kwargs):
     """A cc_library `name` with the compiled model: `name`.o and the header `name`.h.
 
-    c_name sets the C identifier prefix (default: the config's name:, else the graph's stem);
+    config is aotc's YAML or a tfcompile config (*.config.pbtxt, *.config.pb). cpp_class
+    ("ns::Name", as tf_library's) adds `name`.hpp, a header-only C++ class shaped like the one
+    tfcompile generates. c_name sets the C identifier prefix (default: the config's name:,
+    else the graph's stem);
     target_cpu "host" would tie the object to the machine running the action. Other keyword
     arguments (visibility, tags, ...) go to the cc_library.
     """
@@ -125,7 +141,9 @@ def aotc_library(
         config = config,
         object = name + ".o",
         header = name + ".h",
+        cpp_header = name + ".hpp" if cpp_class else None,
         c_name = c_name,
+        cpp_class = cpp_class,
         target_triple = target_triple,
         target_cpu = target_cpu,
         target_features = target_features,
@@ -135,7 +153,7 @@ def aotc_library(
     native.cc_library(
         name = name,
         srcs = [name + ".o"],
-        hdrs = [name + ".h"],
+        hdrs = [name + ".h"] + ([name + ".hpp"] if cpp_class else []),
         linkstatic = True,
         **kwargs
     )

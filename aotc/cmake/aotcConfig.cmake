@@ -4,12 +4,13 @@
 #   aotc_add_model(mlp GRAPH models/mlp.pb CONFIG models/mlp.yaml)
 #   target_link_libraries(app PRIVATE mlp)   # app's sources can #include "mlp.h"
 #
-# aotc_add_model(<target> GRAPH <graph> [CONFIG <yaml>] [NAME <c name>]
+# aotc_add_model(<target> GRAPH <graph> [CONFIG <yaml>] [NAME <c name>] [CPP_CLASS <ns::Name>]
 #                [TARGET_TRIPLE <triple>] [TARGET_CPU <cpu>] [TARGET_FEATURES <features>]
 #                [AOTC_ARGS <extra aotc compile arguments>...])
 #   compiles the model at build time into a static library <target> (created unless it
 #   exists: several calls put several models into one library) whose include directory holds
-#   the header <NAME or graph stem>.h. aotc writes a depfile, so editing the graph, its config,
+#   the header <NAME or graph stem>.h, and with CPP_CLASS the header-only C++ class
+#   <NAME or graph stem>.hpp (shaped like tfcompile's, see aotc's docs). aotc writes a depfile, so editing the graph, its config,
 #   a SavedModel's variables or upgrading aotc recompiles the model, and nothing else does.
 #   Relative paths are relative to CMAKE_CURRENT_SOURCE_DIR. When cross-compiling, give
 #   TARGET_TRIPLE (or set CMAKE_C_COMPILER_TARGET): aotc's default target is the build machine.
@@ -25,7 +26,7 @@ endif()
 
 function(aotc_add_model target)
   cmake_parse_arguments(PARSE_ARGV 1 _aotc ""
-    "GRAPH;CONFIG;NAME;TARGET_TRIPLE;TARGET_CPU;TARGET_FEATURES" "AOTC_ARGS")
+    "GRAPH;CONFIG;NAME;CPP_CLASS;TARGET_TRIPLE;TARGET_CPU;TARGET_FEATURES" "AOTC_ARGS")
   if(_aotc_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "aotc_add_model(${target}): unknown arguments: ${_aotc_UNPARSED_ARGUMENTS}")
   endif()
@@ -51,6 +52,11 @@ function(aotc_add_model target)
     list(APPEND args --name "${_aotc_NAME}")
     set(stem "${_aotc_NAME}")
   endif()
+  set(headers "")  # written besides <stem>.h
+  if(_aotc_CPP_CLASS)
+    list(APPEND args --cpp-class "${_aotc_CPP_CLASS}")
+    set(headers ".hpp")
+  endif()
   if(NOT _aotc_TARGET_TRIPLE AND CMAKE_C_COMPILER_TARGET)
     set(_aotc_TARGET_TRIPLE "${CMAKE_C_COMPILER_TARGET}")
   endif()
@@ -65,8 +71,9 @@ function(aotc_add_model target)
   endforeach()
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/aotc/${target}")
   set(prefix "${dir}/${stem}")
+  list(TRANSFORM headers PREPEND "${prefix}")
   add_custom_command(
-    OUTPUT "${prefix}.o" "${prefix}.h"
+    OUTPUT "${prefix}.o" "${prefix}.h" ${headers}
     COMMAND "${AOTC_EXECUTABLE}" ${args} -o "${prefix}" --depfile "${prefix}.d" -q ${_aotc_AOTC_ARGS}
     DEPENDS ${depends}
     DEPFILE "${prefix}.d"
@@ -82,6 +89,6 @@ function(aotc_add_model target)
       set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
     endif()
   endif()
-  target_sources(${target} PRIVATE "${prefix}.o" "${prefix}.h")
+  target_sources(${target} PRIVATE "${prefix}.o" "${prefix}.h" ${headers})
   target_include_directories(${target} PUBLIC "${dir}")
 endfunction()

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aotc.codegen.buffers import BufferAssignment
+from aotc.codegen.cpp_class import render_cpp_class
 from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import render_header
 from aotc.codegen.interface import TensorInfo
@@ -47,6 +48,7 @@ class _LazyText:
 class CompiledModel:
     """A compiled model: the object file, its header, and what they were built from.
 
+    ``cpp_header`` is the C++ class header (``--cpp-class``), empty when none was asked for;
     ``llvm_ir`` is the optimized LLVM IR that was turned into ``object_bytes`` (printed when
     first read); ``target`` holds the resolved triple, cpu and features (never ``"host"``).
     """
@@ -59,6 +61,7 @@ class CompiledModel:
     args: list[TensorInfo]
     results: list[TensorInfo]
     target: TargetSpec
+    cpp_header: str = ""
 
 
 def compile_module(
@@ -85,11 +88,13 @@ def compile_module_assigned(
     results: Sequence[TensorInfo],
     target: TargetSpec = HOST,
     on_progress: Callable[[str], None] | None = None,
+    cpp_class: str | None = None,
 ) -> tuple[CompiledModel, BufferAssignment]:
     """``compile_module``, and the buffer assignment the code was emitted with.
 
-    ``on_progress`` hears how far codegen is ("kernels 12/53", "LLVM optimization", "object
-    code"): the driver shows it on the progress line, codegen itself knows no terminal.
+    ``cpp_class`` (``ns::Name``) adds the C++ class header. ``on_progress`` hears how far
+    codegen is ("kernels 12/53", "LLVM optimization", "object code"): the driver shows it on
+    the progress line, codegen itself knows no terminal.
     """
     say = on_progress or _silent
     updated = [i for i, a in enumerate(args) if a.updated]
@@ -114,6 +119,9 @@ def compile_module_assigned(
         args=list(args),
         results=list(results),
         target=resolved,
+        cpp_header=render_cpp_class(cpp_class, name, args, results, temp_bytes)
+        if cpp_class
+        else "",
     )
     return model, assignment
 

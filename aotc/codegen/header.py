@@ -192,14 +192,14 @@ def _tables(name: str, args: Sequence[TensorInfo], results: Sequence[TensorInfo]
         for i, info in enumerate(infos):
             dims = f"{name}_{kind}{i}_dims" if info.shape.rank else "NULL"
             lines.append(
-                f'  {{{_c_string(info.name)}, "{dtype_name(info.shape.dtype)}", '
+                f'  {{{c_string(info.name)}, "{dtype_name(info.shape.dtype)}", '
                 f"{info.shape.rank}, {dims}, {info.shape.byte_size}}},"
             )
         lines.append("  {NULL, NULL, 0, NULL, 0}\n};")
     return "\n".join(lines) + "\n"
 
 
-def _c_string(text: str) -> str:
+def c_string(text: str) -> str:
     """A C string literal for arbitrary text (non-ASCII as octal escapes of its UTF-8)."""
     out = []
     for byte in text.encode():

@@ -15,6 +15,7 @@ _FLAGS = {
     "shapes": "--shape",
     "checkpoint": "--checkpoint",
     "name": "--name",
+    "cpp_class": "--cpp-class",
 }
 
 
@@ -25,8 +26,8 @@ class SourceOptions:
 
     ``shapes`` fixes the unknown dimensions of a SavedModel signature input (by key) or of a
     GraphDef feed (by feed name, as in the config); ``checkpoint`` is a TF checkpoint prefix to
-    freeze a GraphDef's variables from; ``name`` (``--name``) overrides the config's ``name:``;
-    ``api`` only changes the messages.
+    freeze a GraphDef's variables from; ``name`` (``--name``) overrides the config's ``name:``
+    and ``cpp_class`` (``--cpp-class``) its ``cpp_class:``; ``api`` only changes the messages.
     """
 
     signature: str | None = None
@@ -34,17 +35,18 @@ class SourceOptions:
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     checkpoint: str | None = None
     name: str | None = None
+    cpp_class: str | None = None
     api: bool = False
 
     def key(self) -> str:
         """A stable text form of what changes the compiled model, for cache keys (the
         checkpoint's bytes are keyed apart)."""
         shapes = sorted((k, list(v)) for k, v in self.shapes.items())
-        return repr((self.signature, self.tags, shapes, self.checkpoint, self.name))
+        return repr((self.signature, self.tags, shapes, self.checkpoint, self.name, self.cpp_class))
 
     def spell(self, option: str) -> str:
-        """``signature``, ``tags``, ``shapes``, ``checkpoint`` or ``name`` as the caller writes
-        it."""
+        """``signature``, ``tags``, ``shapes``, ``checkpoint``, ``name`` or ``cpp_class`` as the
+        caller writes it."""
         return f"{option}=" if self.api else _FLAGS[option]
 
     def spell_shape(self, name: str, dims: Sequence[int]) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aotc import progress
+from aotc.abi import cpp_class_parts
 from aotc.config import Config
 from aotc.errors import AotcError, ConfigError, UsageError
 from aotc.frontend.formats import Format, input_format
@@ -89,9 +90,16 @@ def load_model_config(
     path: str | Path, config_path: str | Path | None, options: SourceOptions
 ) -> Config:
     """The config of the model at ``path``: ``config_path``, else its ``.yaml`` sibling, else
-    the defaults; ``options.name`` replaces the config's ``name:``."""
+    the defaults; ``options.name`` and ``options.cpp_class`` replace the config's."""
     found = config_file(path, config_path)
     config = load_config_file(found) if found else Config()
+    if options.cpp_class:
+        try:
+            cpp_class_parts(options.cpp_class)
+        except ValueError as e:
+            given = options.spell("cpp_class") + ("" if options.api else " ")
+            raise UsageError(f"{given}{options.cpp_class!r}: {e}") from None
+        config = replace(config, cpp_class=options.cpp_class)
     return replace(config, name=options.name) if options.name else config
 
 
