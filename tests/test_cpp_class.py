@@ -197,3 +197,17 @@ def test_python_api_takes_cpp_class(tmp_path: Path) -> None:
     assert plain.cpp_header == ""  # another cache entry: the class is part of the key
     with pytest.raises(UsageError, match=r"cpp_class='1': '1' is not a C\+\+ identifier"):
         aotc.compile(graph, config=DATA / "test_graph_tfadd.config.pbtxt", cpp_class="1")
+
+
+def test_a_cache_hit_writes_the_class_header_too(tmp_path: Path) -> None:
+    name = "test_graph_tfmatmulandadd"
+    graph, config = DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt"
+    args = ["compile", graph, "-c", config, "--cache-dir", tmp_path / "cache", "-q"]
+    for prefix in (tmp_path / "first", tmp_path / "second"):  # a compile, then a hit
+        result = CliRunner().invoke(main, [*map(str, args), "-o", str(prefix), "--cpp-class", "A"])
+        assert result.exit_code == 0, result.output
+    first, second = (tmp_path / f"{p}.hpp" for p in ("first", "second"))
+    assert second.read_text() == first.read_text() and "result_x_y_sum_data()" in first.read_text()
+    other = [*map(str, args), "-o", str(tmp_path / "third"), "--cpp-class", "B"]
+    assert CliRunner().invoke(main, other).exit_code == 0
+    assert "class B final" in (tmp_path / "third.hpp").read_text()  # not the cached class A
