@@ -9,8 +9,9 @@
 //    AOTC_NO_TENSORFLOW_ALIAS is defined; TensorFlow's int32/uint8/... aliases are not.
 //  - set_thread_pool() takes any pool pointer (an Eigen::ThreadPoolDevice too) and Run() stays
 //    single-threaded, with the same numbers.
-//  - the buffers the class allocates start zeroed; set_arg_data() takes any alignment; Run()
-//    fails with error_msg() when an argument has no buffer, instead of crashing.
+//  - the buffers the class allocates start zeroed; set_arg_data() needs only the element
+//    type's alignment; Run() fails with error_msg() when an argument has no buffer, instead of
+//    crashing.
 //  - every feed, fetch and variable has a name (the config's name, else the tensor's), so
 //    HasNameIndices() is true and named accessors exist for each name that is a C++
 //    identifier; there is no ProgramShape() and no HLO profiling.
@@ -116,7 +117,8 @@ class XlaCompiledCpuFunction {
   // Arguments: the feeds in order, then the variables. Buffers are row-major.
   void* arg_data(size_t index) { return args_[index]; }
   const void* arg_data(size_t index) const { return args_[index]; }
-  // Any alignment will do. The model never writes an argument that is not an updated variable.
+  // The element type's own alignment is enough (no 64 bytes needed). The model never writes
+  // an argument that is not an updated variable.
   void set_arg_data(size_t index, const void* data) {
     args_[index] = const_cast<void*>(data);
     LinkVariableResults();
