@@ -1,11 +1,13 @@
-"""One compile cache entry as bytes: JSON metadata and the raw object and header, signed.
+"""One compile cache entry as bytes: JSON metadata and the raw object and headers, signed.
 
 Nothing in an entry is ever executed or unpickled: the metadata is JSON (the full cache key,
 the model's interface and target, the compile report, the sizes of the raw parts) and the
-object file and header are stored as they are written to disk. The LLVM IR is not kept (the
-JIT links the object itself). Layout::
+object file, the C header and the C++ class header (``--cpp-class``; empty without one) are
+stored as they are written to disk. The LLVM IR is not kept (the JIT links the object itself).
+Layout::
 
-    MAGIC | metadata length (8 bytes, little-endian) | metadata JSON | object | header | MAC
+    MAGIC | metadata length (8 bytes, little-endian) | metadata JSON | object | header
+          | C++ header | MAC
 
 The MAC is an HMAC-SHA256 over everything before it, keyed by the cache folder's secret, so
 a truncated, damaged or forged entry is refused before its JSON is parsed; an entry copied
@@ -27,7 +29,7 @@ from aotc.errors import CodegenError
 from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.report import CompileReport
 
-MAGIC = b"AOTCCACHE3\n"  # the format version: an entry of another format is never read
+MAGIC = b"AOTCCACHE4\n"  # the format version: an entry of another format is never read
 _LENGTH = 8
 _MAC = hashlib.sha256().digest_size
 _MAX_METADATA = 1 << 30
@@ -41,17 +43,17 @@ class BadEntry(Exception):
 
 def encode_entry(key: str, result: CompileResult, secret: bytes) -> bytes:
     """The bytes of the entry storing ``result`` under ``key``."""
-    model, header = result.model, result.model.header.encode()
+    model = result.model
+    raw = {"object": model.object_bytes, "header": model.header.encode()}
+    raw["cpp_header"] = model.cpp_header.encode()
     meta = {
         "key": key,
         "model": _model_json(model),
         "report": result.report.to_json(),
-        "sizes": {"object": len(model.object_bytes), "header": len(header)},
+        "sizes": {part: len(data) for part, data in raw.items()},
     }
     text = json.dumps(meta, separators=(",", ":"), allow_nan=False).encode()
-    body = b"".join(
-        [MAGIC, len(text).to_bytes(_LENGTH, "little"), text, model.object_bytes, header]
-    )
+    body = b"".join([MAGIC, len(text).to_bytes(_LENGTH, "little"), text, *raw.values()])
     return body + _mac(secret, body)
 
 
@@ -108,13 +110,21 @@ def _split_metadata(data: bytes) -> tuple[dict[str, Any], bytes]:
 
 
 def _result(meta: dict[str, Any], raw: bytes) -> CompileResult:
-    sizes = meta["sizes"]
-    object_size, header_size = int(sizes["object"]), int(sizes["header"])
-    if object_size < 0 or header_size < 0 or object_size + header_size != len(raw):
+    sizes = [int(meta["sizes"][part]) for part in ("object", "header", "cpp_header")]
+    if min(sizes) < 0 or sum(sizes) != len(raw):
         raise ValueError("the raw parts do not have the sizes the metadata gives")
-    header = raw[object_size:].decode()
-    model = _model(meta["model"], raw[:object_size], header)
+    object_bytes, header, cpp_header = _parts(raw, sizes)
+    model = _model(meta["model"], object_bytes, header.decode(), cpp_header.decode())
     return CompileResult(model, CompileReport.from_json(meta["report"]))
+
+
+def _parts(raw: bytes, sizes: list[int]) -> list[bytes]:
+    """``raw`` cut into consecutive parts of ``sizes`` bytes."""
+    parts, start = [], 0
+    for size in sizes:
+        parts.append(raw[start : start + size])
+        start += size
+    return parts
 
 
 def _model_json(model: CompiledModel) -> dict[str, Any]:
@@ -127,11 +137,14 @@ def _model_json(model: CompiledModel) -> dict[str, Any]:
     }
 
 
-def _model(data: dict[str, Any], object_bytes: bytes, header: str) -> CompiledModel:
+def _model(
+    data: dict[str, Any], object_bytes: bytes, header: str, cpp_header: str
+) -> CompiledModel:
     return CompiledModel(
         name=str(data["name"]),
         object_bytes=object_bytes,
         header=header,
+        cpp_header=cpp_header,
         llvm_ir=_ir_not_cached,
         temp_bytes=int(data["temp_bytes"]),
         args=[_tensor(a) for a in data["args"]],

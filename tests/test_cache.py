@@ -118,6 +118,7 @@ CHANGED = {
         "shapes": {"x": (1,)},
         "checkpoint": "ckpt/model",
         "name": "renamed",
+        "cpp_class": "ns::Model",
     },
     TargetOverrides: {"triple": "aarch64-unknown-linux-gnu", "cpu": "generic", "features": "+fma"},
     PipelineOptions: {"disabled": frozenset({"cse"}), "check_changed": True, "verify": False},
