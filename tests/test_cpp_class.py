@@ -36,6 +36,7 @@ needs_cxx = pytest.mark.skipif(shutil.which(CXX) is None, reason=f"no C++ compil
 # tfcompile's own test targets (tensorflow/compiler/aot/tests/BUILD) and their cpp_class.
 CLASSES = {
     "test_graph_tfadd": "AddComp",
+    "test_graph_tfcond": "CondComp",
     "test_graph_tfgather": "GatherComp",
     "test_graph_tfmatmul": "foo::bar::MatMulComp",
     "test_graph_tfmatmulandadd": "::foo::bar::MatMulAndAddComp",

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "test_graph_tfadd.hpp"
+#include "test_graph_tfcond.hpp"
 #include "test_graph_tfgather.hpp"
 #include "test_graph_tfmatmul.hpp"
 #include "test_graph_tfmatmulandadd.hpp"
@@ -99,6 +100,20 @@ void AddWithCallerBuffers() {
   CHECK_EQ(add.error_msg(), "");
   CHECK_EQ(add.result0(), 42);
   CHECK_EQ(add.result0_data(), add.results()[0]);
+}
+
+void CondWithAPredicate() {
+  CondComp cond;
+  CHECK_EQ(cond.arg2_data(), cond.arg_data(2));
+  cond.arg1() = 10;
+  cond.arg2() = 20;
+  cond.arg0() = true;  // tf.cond: x when p, else y
+  CHECK_TRUE(cond.Run());
+  CHECK_EQ(cond.result0(), 10);
+  cond.arg0() = false;
+  CHECK_TRUE(cond.Run());
+  CHECK_EQ(cond.result0(), 20);
+  CHECK_EQ(cond.result0_data(), cond.results()[0]);
 }
 
 void MatMulWithElementAccessors() {
@@ -269,6 +284,7 @@ void SequentialUpdatesInCallerBuffers() {
 int main() {
   AddWithScalarAccessors();
   AddWithCallerBuffers();
+  CondWithAPredicate();
   MatMulWithElementAccessors();
   MatMulWithCallerBuffers();
   MatMulAndAddWithNamedAccessors();
