@@ -57,6 +57,7 @@ _EXPLICIT: dict[Opcode, str] = {
     Opcode.IOTA: "ROOT r = s32[2,3] iota(), iota_dimension=1",
     Opcode.CONVERT: "x = f32[2,3] parameter(0)\nROOT r = s32[2,3] convert(x)",
     Opcode.IS_FINITE: "x = f32[2,3] parameter(0)\nROOT r = pred[2,3] is-finite(x)",
+    Opcode.BITCAST_CONVERT: "x = f32[2,3] parameter(0)\nROOT r = u32[2,3] bitcast-convert(x)",
     Opcode.COMPARE: "x = f32[2,3] parameter(0)\ny = f32[2,3] parameter(1)\n"
     "ROOT r = pred[2,3] compare(x, y), direction=LT",
     Opcode.SELECT: "p = pred[2,3] parameter(0)\nx = f32[2,3] parameter(1)\n"
@@ -108,7 +109,7 @@ _EXPLICIT: dict[Opcode, str] = {
     "ROOT r = (s32[], f32[2,3]) while(c), condition=below3, body=twice",
 }
 
-_SAMPLE_TYPE = {ElementTypes.NOT_FLOAT: "s32"}
+_SAMPLE_TYPE = {ElementTypes.NOT_FLOAT: "s32", ElementTypes.INTEGER: "s32"}
 
 
 def _elementwise_sample(opcode: Opcode) -> str:

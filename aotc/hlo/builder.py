@@ -111,6 +111,10 @@ class ComputationBuilder:
     def convert(self, x: Instruction, dtype: PrimitiveType) -> Instruction:
         return self._new(Opcode.CONVERT, si.infer_convert_shape(x.array_shape, dtype), [x])
 
+    def bitcast_convert(self, x: Instruction, dtype: PrimitiveType) -> Instruction:
+        shape = si.infer_bitcast_convert_shape(x.array_shape, dtype)
+        return self._new(Opcode.BITCAST_CONVERT, shape, [x])
+
     def binary(self, opcode: Opcode, a: Instruction, b: Instruction) -> Instruction:
         shape = si.infer_binary_shape(opcode, _array(a), _array(b))
         return self._new(opcode, shape, [a, b])

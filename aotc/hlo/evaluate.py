@@ -292,6 +292,56 @@ def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return out
 
 
+# ---- bit operations --------------------------------------------------------------------------
+
+
+def _unsigned(x: np.ndarray) -> np.ndarray:
+    """The same bits as the unsigned integer type of ``x``'s width."""
+    x = np.asarray(x)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+@handles(Opcode.BITCAST_CONVERT)
+def _bitcast_convert(inst: Instruction, ops: list[Value]) -> Value:
+    return np.ascontiguousarray(ops[0]).view(_dtype(inst))
+
+
+@handles(Opcode.POPCNT)
+def _popcnt(inst: Instruction, ops: list[Value]) -> Value:
+    return np.bitwise_count(_unsigned(ops[0]))  # of the bits: numpy counts |x| for signed x
+
+
+@handles(Opcode.CLZ)
+def _count_leading_zeros(inst: Instruction, ops: list[Value]) -> Value:
+    bits = _unsigned(ops[0]).astype(np.uint64)
+    length = np.zeros(bits.shape, np.int64)
+    for step in (32, 16, 8, 4, 2, 1):  # binary search for the highest set bit
+        high = bits >= np.uint64(1 << step)
+        length += np.where(high, step, 0)
+        bits = np.where(high, bits >> np.uint64(step), bits)
+    return ops[0].dtype.itemsize * 8 - length - (bits > 0)
+
+
+def _shift(kind: Opcode, inst: Instruction, ops: list[Value]) -> Value:
+    """XLA's shifts: the amount is read as unsigned; one of at least the width shifts every
+    bit out (0, or the sign bit everywhere for an arithmetic right shift)."""
+    x, width = np.asarray(ops[0]), ops[0].dtype.itemsize * 8
+    amount = _unsigned(ops[1])
+    big = amount >= width
+    safe = np.where(big, 0, amount).astype(amount.dtype)
+    if kind is Opcode.SHIFT_RIGHT_ARITHMETIC:
+        signed = x.view(np.dtype(f"i{x.dtype.itemsize}"))
+        out = np.where(big, signed >> (width - 1), signed >> safe.astype(signed.dtype))
+    else:
+        moved = _unsigned(x) << safe if kind is Opcode.SHIFT_LEFT else _unsigned(x) >> safe
+        out = np.where(big, 0, moved).astype(amount.dtype)
+    return np.asarray(out).view(x.dtype)
+
+
+for _opcode in (Opcode.SHIFT_LEFT, Opcode.SHIFT_RIGHT_LOGICAL, Opcode.SHIFT_RIGHT_ARITHMETIC):
+    handles(_opcode)(partial(_shift, _opcode))
+
+
 # ---- elementwise binary ----------------------------------------------------------------------
 
 

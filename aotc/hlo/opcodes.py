@@ -61,6 +61,7 @@ class ElementTypes(Enum):
     ANY = "any"
     FLOAT = "floating-point"
     NOT_FLOAT = "integers or pred"
+    INTEGER = "integers"
     NOT_PRED = "not pred"
 
 
@@ -92,6 +93,7 @@ class OpcodeInfo:
 _ARITY = {Category.UNARY: 1, Category.BINARY: 2, Category.TERNARY: 3}
 ANY, FLOAT = ElementTypes.ANY, ElementTypes.FLOAT
 NOT_FLOAT, NOT_PRED = ElementTypes.NOT_FLOAT, ElementTypes.NOT_PRED
+INTEGER = ElementTypes.INTEGER
 
 
 def _elementwise(
@@ -186,6 +188,15 @@ class Opcode(Enum):
     REMAINDER = "remainder", _binary(NOT_PRED, expensive=True)
     SUBTRACT = "subtract", _binary(NOT_PRED)
     XOR = "xor", _binary(NOT_FLOAT, commutative=True)
+    # bit operations on integers (shift amounts >= the bit width, read as unsigned, give 0,
+    # or the sign in every bit for an arithmetic right shift); bitcast-convert reinterprets
+    # the bits of an element as the instruction's element type of the same width
+    BITCAST_CONVERT = "bitcast-convert", _unary()
+    CLZ = "count-leading-zeros", _unary(INTEGER)
+    POPCNT = "popcnt", _unary(INTEGER)
+    SHIFT_LEFT = "shift-left", _binary(INTEGER)
+    SHIFT_RIGHT_ARITHMETIC = "shift-right-arithmetic", _binary(INTEGER)
+    SHIFT_RIGHT_LOGICAL = "shift-right-logical", _binary(INTEGER)
     # elementwise ternary
     CLAMP = "clamp", _elementwise(Category.TERNARY)
     SELECT = "select", _elementwise(Category.TERNARY)

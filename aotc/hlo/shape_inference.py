@@ -62,6 +62,9 @@ def _check_dims_in_range(dims: Sequence[int], rank: int, what: str) -> None:
 
 # ---- elementwise -----------------------------------------------------------------------------
 
+#: Unary elementwise opcodes whose result element type is the instruction's, not the operand's.
+_RETYPING = frozenset({Opcode.CONVERT, Opcode.BITCAST_CONVERT})
+
 
 def _check_element_type(opcode: Opcode, x: Shape) -> None:
     """The operand types the opcode's row allows (``OpcodeInfo.operand_types``)."""
@@ -72,11 +75,13 @@ def _check_element_type(opcode: Opcode, x: Shape) -> None:
         check(not dtype.is_float, f"{opcode.value} needs integers or pred, got {x}")
     elif types is ElementTypes.NOT_PRED:
         check(dtype is not PrimitiveType.PRED, f"{opcode.value} is not defined for pred")
+    elif types is ElementTypes.INTEGER:
+        check(dtype.is_integral, f"{opcode.value} needs an integer operand, got {x}")
 
 
 def infer_unary_shape(opcode: Opcode, x: Shape) -> Shape:
     check(
-        opcode in UNARY_ELEMENTWISE and opcode is not Opcode.CONVERT,
+        opcode in UNARY_ELEMENTWISE - _RETYPING,
         f"{opcode.value} is not a unary elementwise op",
     )
     _check_element_type(opcode, x)
@@ -86,6 +91,19 @@ def infer_unary_shape(opcode: Opcode, x: Shape) -> Shape:
 
 
 def infer_convert_shape(x: Shape, dtype: PrimitiveType) -> Shape:
+    return x.with_dtype(dtype)
+
+
+def infer_bitcast_convert_shape(x: Shape, dtype: PrimitiveType) -> Shape:
+    """Same-width reinterpretation only: XLA's different-width form changes the dimensions,
+    which no elementwise kernel can honour."""
+    bits = {PrimitiveType.PRED} & {x.dtype, dtype}
+    check(not bits, f"bitcast-convert is not defined for pred ({x} to {dtype.value})")
+    check(
+        x.dtype.byte_size == dtype.byte_size,
+        f"bitcast-convert from {x} to {dtype.value} changes the element width, "
+        "which aotc does not support",
+    )
     return x.with_dtype(dtype)
 
 
@@ -641,7 +659,7 @@ def _iota_rule(inst: Instruction) -> AnyShape:
     return infer_iota_shape(array(inst.shape, "iota result"), attrs.iota_dimension)
 
 
-@_rule(*(UNARY_ELEMENTWISE - {Opcode.CONVERT}))
+@_rule(*(UNARY_ELEMENTWISE - _RETYPING))
 def _unary_rule(inst: Instruction) -> AnyShape:
     return infer_unary_shape(inst.opcode, _operand(inst, 0))
 
@@ -649,6 +667,12 @@ def _unary_rule(inst: Instruction) -> AnyShape:
 @_rule(Opcode.CONVERT)
 def _convert_rule(inst: Instruction) -> AnyShape:
     return infer_convert_shape(_operand(inst, 0), array(inst.shape, "convert result").dtype)
+
+
+@_rule(Opcode.BITCAST_CONVERT)
+def _bitcast_convert_rule(inst: Instruction) -> AnyShape:
+    dtype = array(inst.shape, "bitcast-convert result").dtype
+    return infer_bitcast_convert_shape(_operand(inst, 0), dtype)
 
 
 @_rule(*(BINARY_ELEMENTWISE - {Opcode.COMPARE}))

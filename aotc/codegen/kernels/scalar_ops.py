@@ -267,6 +267,34 @@ def total_order_key(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", bits, splat(0)), flipped, bits)
 
 
+# ---- bit operations --------------------------------------------------------------------------
+
+
+def _shift(opcode: Opcode) -> ValueOp:
+    """XLA's shifts: an amount of at least the width (unsigned) shifts every bit out. LLVM's
+    shift by that much is poison, which the select never picks (or the amount is clamped)."""
+
+    def shift(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+        x, amount = v
+        width = x.type.width
+        big = b.icmp_unsigned(">=", amount, _const_like(amount, width))
+        if opcode is Opcode.SHIFT_RIGHT_ARITHMETIC:
+            return b.ashr(x, b.select(big, _const_like(amount, width - 1), amount))
+        moved = b.shl(x, amount) if opcode is Opcode.SHIFT_LEFT else b.lshr(x, amount)
+        return b.select(big, _const_like(x, 0), moved)
+
+    return shift
+
+
+def _count_leading_zeros(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
+    zero_is_poison = ir.Constant(ir.IntType(1), 0)  # clz(0) is the width
+    return call_intrinsic(b, "ctlz", [v[0], zero_is_poison], overloads=[v[0].type])
+
+
+def _bitcast_convert(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+    return b.bitcast(values[0], register_type(inst.array_shape.dtype))
+
+
 # ---- ternary ---------------------------------------------------------------------------------
 
 
@@ -359,6 +387,12 @@ SCALAR_OPS: dict[Opcode, ScalarOp] = {
     Opcode.POWER: _by_kind(floating=_libm("pow"), signed=_int_power(True),
                            unsigned=_int_power(False)),
     Opcode.ATAN2: _by_kind(floating=_libm("atan2")),
+    Opcode.BITCAST_CONVERT: _bitcast_convert,
+    Opcode.CLZ: _by_kind(signed=_count_leading_zeros),
+    Opcode.POPCNT: _by_kind(signed=_intrinsic("ctpop")),
+    Opcode.SHIFT_LEFT: _by_kind(signed=_shift(Opcode.SHIFT_LEFT)),
+    Opcode.SHIFT_RIGHT_ARITHMETIC: _by_kind(signed=_shift(Opcode.SHIFT_RIGHT_ARITHMETIC)),
+    Opcode.SHIFT_RIGHT_LOGICAL: _by_kind(signed=_shift(Opcode.SHIFT_RIGHT_LOGICAL)),
     Opcode.COMPARE: _compare,
     Opcode.SELECT: _select,
     Opcode.CLAMP: _clamp,
