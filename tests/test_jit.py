@@ -15,7 +15,17 @@ from aotc.driver import TargetOverrides, compile_graph
 from aotc.errors import ArgumentError, CodegenError
 from aotc.jit import ALIGN, JitModel, aligned_empty
 
-SMALL = ["activations", "binary", "bitwise", "float64", "int64", "matmul", "mlp_b8", "plumbing", "unary"]
+SMALL = [
+    "activations",
+    "binary",
+    "bitwise",
+    "float64",
+    "int64",
+    "matmul",
+    "mlp_b8",
+    "plumbing",
+    "unary",
+]
 
 
 @functools.cache
