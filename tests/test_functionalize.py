@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from tf1_graphs import Tf1Graph, run
 
+from aotc.cli import main
 from aotc.errors import GraphError, ShapeError, UnsupportedError
 from aotc.frontend.graphdef import load_graph
 
@@ -189,6 +191,33 @@ def test_a_merge_of_no_loop_or_cond_is_an_error_naming_it(tmp_path: Path) -> Non
     g.node("Merge", a, b, name="m")
     g.write(tmp_path, {"a": X, "b": X}, ["m"])
     with pytest.raises(UnsupportedError, match=r"node 'm' \(Merge\) is neither a loop's Merge"):
+        load_graph(tmp_path / "graph.pb")
+
+
+def test_the_cli_says_so_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    g = Tf1Graph()
+    a, b = g.placeholder("a"), g.placeholder("b")
+    g.node("Merge", a, b, name="m")
+    path = g.write(tmp_path, {"a": X, "b": X}, ["m"])
+    out = tmp_path / "out" / "m"
+    result = CliRunner().invoke(main, ["compile", str(path), "-c", str(tmp_path / "graph.yaml"),
+                                       "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 1
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("aotc: error: ") and "node 'm' (Merge) is neither" in line
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_merges_value_index_is_an_error_naming_its_reader(tmp_path: Path) -> None:
+    g = Tf1Graph()
+    x = g.placeholder("x")
+    pred = g.node("Greater", g.node("Sum", x, g.const(0, dtype=np.int32)), g.const(0.0))
+    then = lambda g, xs, pivot: g.node("Neg", xs[0])  # noqa: E731
+    other = lambda g, xs, pivot: g.node("Abs", xs[0])  # noqa: E731
+    merge = g.cond(pred, [x], then, other)
+    g.node("Identity", f"{merge}:1", name="which")
+    g.write(tmp_path, {"x": X}, ["which"])
+    with pytest.raises(UnsupportedError, match=rf"node 'which' \(Identity\) reads '{merge}:1'"):
         load_graph(tmp_path / "graph.pb")
 
 
