@@ -1,8 +1,10 @@
-"""Functionalization of TF1 control flow (aotc/frontend/functionalize.py) on hand-built graphs.
+"""Functionalization of TF1 control flow (aotc/frontend/functionalize.py).
 
-Each graph is built as ``tf.compat.v1`` builds it (tests/tf1_graphs.py) and evaluated, before
-and after the optimizer, against what the same program computes in Python. The TF fixtures
-(while_norm_lowered, while_nested_lowered, cond_v1, switch_case) are in
+Hand-built graphs, made as ``tf.compat.v1`` makes them (tests/tf1_graphs.py), are evaluated,
+before and after the optimizer, against what the same program computes in Python. The
+fixtures of tests/data/functionalize (real TF graphs nesting loops and conditionals every way,
+from tests/data/make_functionalize_fixtures.py) are also compiled and run from C against TF's
+numbers; the control-flow fixtures (while_norm_lowered, cond_v1, ...) are in
 test_control_flow_fixtures.py.
 """
 
@@ -12,14 +14,38 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from c_harness import run_compiled
 from click.testing import CliRunner
+from fixtures import assert_close, fixture_names, load_fixture
 from tf1_graphs import Tf1Graph, run
 
 from aotc.cli import main
+from aotc.driver import compile_graph, optimize
 from aotc.errors import GraphError, ShapeError, UnsupportedError
 from aotc.frontend.graphdef import load_graph
+from aotc.frontend.sources import load_source
+from aotc.hlo.evaluate import evaluate
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
+DATA = Path(__file__).parent / "data" / "functionalize"
+
+
+@pytest.mark.parametrize("name", fixture_names(DATA))
+def test_tensorflow_graphs_match_through_the_evaluator_and_from_c(name: str) -> None:
+    fx = load_fixture(name, DATA)
+    module = load_source(fx.graph, fx.config).module
+    for stage in ("translated", "optimized"):
+        if stage == "optimized":
+            optimize(module)
+        for i, (got, want) in enumerate(zip(evaluate(module, fx.args), fx.results, strict=True)):
+            assert_close(got, want, what=f"{name} {stage} result{i}")
+    typed, _ = run_compiled(compile_graph(fx.graph, fx.config).model, fx.args)
+    for i, (got, want) in enumerate(zip(typed, fx.results, strict=True)):
+        assert_close(got, want, what=f"{name} from C result{i}")
+
+
+def test_the_fixtures_are_there() -> None:
+    assert len(fixture_names(DATA)) == 4, "tests/data/make_functionalize_fixtures.py writes 4"
 
 
 def _counted(g: Tf1Graph, frame: str, trips: str | int, body, values: list[str], invariants=()):

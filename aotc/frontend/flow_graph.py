@@ -71,6 +71,8 @@ class FlowGraph:
         self.consumers: dict[str, set[str]] = {name: set() for name in self.nodes}
         for node in self.nodes.values():
             self._index(node)
+        # What nothing read in the input (a fetch, perhaps), not what a collapse left unread.
+        self.sinks = {name for name, readers in self.consumers.items() if not readers}
         self.frames: list[Frame] = [Frame("", ROOT, 0)]
         self.frame_of: dict[str, int] = {}
         self.state_of: dict[str, State] = {}

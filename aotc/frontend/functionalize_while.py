@@ -225,8 +225,9 @@ _EXITS = "a value leaves a loop only through an Exit"
 
 
 def _dropped_quietly(graph: FlowGraph, name: str) -> bool:
-    # A NoOp orders only; a node another frame node reads is part of the frame's plumbing.
-    return graph.op(name) == "NoOp" or bool(graph.consumers[name])
+    # A NoOp orders only; a node something read in the input graph is part of the frame's
+    # plumbing (a conditional's pred_id, once the conditional is one node).
+    return graph.op(name) == "NoOp" or name not in graph.sinks
 
 
 def _build(
