@@ -20,9 +20,11 @@ from fixtures import assert_close, fixture_names, load_fixture
 from tf1_graphs import Tf1Graph, run
 
 from aotc.cli import main
+from aotc.config import load_config
 from aotc.driver import compile_graph, optimize
 from aotc.errors import GraphError, ShapeError, UnsupportedError
 from aotc.frontend.graphdef import load_graph
+from aotc.frontend.signature import inferred_fetches
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 
@@ -42,6 +44,14 @@ def test_tensorflow_graphs_match_through_the_evaluator_and_from_c(name: str) -> 
     typed, _ = run_compiled(compile_graph(fx.graph, fx.config).model, fx.args)
     for i, (got, want) in enumerate(zip(typed, fx.results, strict=True)):
         assert_close(got, want, what=f"{name} from C result{i}")
+
+
+@pytest.mark.parametrize("name", fixture_names(DATA))
+def test_without_a_config_the_outputs_are_inferred_as_tf_had_them(name: str) -> None:
+    # What only a collapsed structure read (a TF1 cond's pred_id) is gone, not an output.
+    fx = load_fixture(name, DATA)
+    inferred = {f.ref for f in inferred_fetches(load_graph(fx.graph))}
+    assert inferred == {f.ref for f in load_config(fx.config).fetches}
 
 
 def test_the_fixtures_are_there() -> None:

@@ -219,6 +219,21 @@ class FlowGraph:
             if name in self.consumers:
                 self.consumers[name].discard(node.name)
 
+    def drop_unread(self) -> None:
+        """Remove what only the collapsed structures read (a TF1 cond's ``pred_id`` Identity,
+        a Const now copied into a function), so it is not taken for an output; what nothing
+        read in the input stays."""
+        stack = [n for n, readers in self.consumers.items() if not readers and n in self.nodes]
+        while stack:
+            name = stack.pop()
+            if name not in self.nodes or name in self.sinks or self.consumers[name]:
+                continue
+            node = self.nodes.pop(name)
+            self._unindex(node)
+            del self.consumers[name]
+            data, control = inputs_of(node)
+            stack.extend([*(r.node for r in data), *control])
+
     def to_proto(self) -> pb.GraphDef:
         """The nodes as a GraphDef (the library is ``self.library``)."""
         out = pb.GraphDef()

@@ -39,4 +39,5 @@ def functionalize(proto: pb.GraphDef, library: Library, path: str) -> tuple[pb.G
         functionalize_conds(graph, frame)
         functionalize_loop(graph, frame)
     functionalize_conds(graph, ROOT)
+    graph.drop_unread()
     return graph.to_proto(), graph.library
