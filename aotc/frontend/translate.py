@@ -42,19 +42,41 @@ class TranslationContext:
     """What a translator may use: the builders and helpers for constant-valued inputs."""
 
     def __init__(
-        self, module: ModuleBuilder, builder: ComputationBuilder, graph: Graph | None = None
+        self,
+        module: ModuleBuilder,
+        builder: ComputationBuilder,
+        graph: Graph | None = None,
+        unshaped: dict[int, Instruction] | None = None,
     ):
         self.module = module
         self.builder = builder
         self.graph = graph
         self.node: Node | None = None
         self.variables: VariableState | None = None  # set while translating a graph
+        # TensorLists made without a known element shape (a placeholder buffer [length]),
+        # by id; shared with the contexts of the functions this one translates.
+        self._unshaped = {} if unshaped is None else unshaped
 
-    def function(self, func: pb.NameAttrList, shapes: Sequence[AnyShape], results: bool) -> Steps:
+    def function(
+        self,
+        func: pb.NameAttrList,
+        shapes: Sequence[AnyShape],
+        results: bool,
+        unshaped: Sequence[int] = (),
+    ) -> Steps:
         """Steps that translate library function ``func`` into a computation of one tuple
         parameter (its arguments, of ``shapes``); the root is a tuple of the function's
-        results, or with ``results=False`` its single result (a loop condition's pred)."""
-        return _function_steps(self, func, list(shapes), results)
+        results, or with ``results=False`` its single result (a loop condition's pred).
+        The arguments numbered in ``unshaped`` are TensorLists of unknown element shape."""
+        return _function_steps(self, func, list(shapes), results, tuple(unshaped))
+
+    def mark_unshaped(self, tensor_list: Instruction) -> Instruction:
+        """Record that ``tensor_list`` stands for a list whose element shape is unknown."""
+        self._unshaped[id(tensor_list)] = tensor_list
+        return tensor_list
+
+    def is_unshaped(self, value: Instruction) -> bool:
+        return self._unshaped.get(id(value)) is value
 
     def constant_value(self, value: Instruction, what: str = "input") -> np.ndarray:
         """The value of ``value`` if it does not depend on any feed, else a clear error."""
@@ -249,11 +271,16 @@ def _translator_steps(
 
 
 def _function_steps(
-    caller: TranslationContext, func: pb.NameAttrList, shapes: list[AnyShape], results: bool
+    caller: TranslationContext,
+    func: pb.NameAttrList,
+    shapes: list[AnyShape],
+    results: bool,
+    unshaped: tuple[int, ...],
 ) -> Steps:
     # One computation per function and signature: branches that share a function nested n
     # deep are translated n times, not 2^n.
-    key = ("function", func.SerializeToString(deterministic=True), tuple(shapes), results)
+    serialized = func.SerializeToString(deterministic=True)
+    key = ("function", serialized, tuple(shapes), results, unshaped)
     done = caller.module.cached(key)
     if done is not None:
         return done
@@ -262,9 +289,13 @@ def _function_steps(
     graph = Graph(proto, f"function '{func.name}'", caller.graph.functions)
     if len(args) != len(shapes):
         raise GraphError(f"function '{func.name}' takes {len(args)} argument(s), got {len(shapes)}")
-    ctx = TranslationContext(caller.module, caller.module.computation(func.name), graph)
+    builder = caller.module.computation(func.name)
+    ctx = TranslationContext(caller.module, builder, graph, caller._unshaped)
     param = ctx.builder.parameter(0, TupleShape(tuple(shapes)), "args")
-    values = {TensorRef(a): ctx.builder.get_tuple_element(param, i) for i, a in enumerate(args)}
+    elements = [ctx.builder.get_tuple_element(param, i) for i in range(len(args))]
+    for i in unshaped:
+        ctx.mark_unshaped(elements[i])
+    values = {TensorRef(a): e for a, e in zip(args, elements, strict=True)}
     fetches = [TensorRef(func.name, i) for i in range(len(graph.node(func.name).inputs))]
     nodes = [n for n in graph.prune(fetches, values) if n.name not in set(args)]
     check_supported(graph, nodes)

@@ -235,6 +235,82 @@ def switch_case(form: str) -> Fixture:
     return fixture("switch_case_functional", f, args, {"StatelessCase"}, form, doc)
 
 
+# ---- tf.TensorArray in a tf.while_loop ---------------------------------------------------------
+
+
+def running_tanh(x, element_shape):
+    """Reads step i of x from a TensorArray, writes the running state to another."""
+    steps = x.shape[0]
+    xs = tf.TensorArray(F32, size=steps, element_shape=element_shape).unstack(x)
+    ys = tf.TensorArray(F32, size=steps, element_shape=element_shape)
+
+    def step(i, h, ys):
+        h = tf.tanh(xs.read(i) + 0.5 * h)
+        return i + 1, h, ys.write(i, h)
+
+    _, h, ys = tf.while_loop(lambda i, h, ys: i < steps, step, [0, tf.zeros(x.shape[1:]), ys])
+    return ys.stack(), h, ys.size()
+
+
+def tensor_array_loop(name: str, element_shape) -> Fixture:
+    @tf.function(input_signature=[spec([6, 3], name="x")])
+    def f(x):
+        return running_tanh(x, element_shape)
+
+    ops = {"TensorListReserve", "TensorListFromTensor", "TensorListSetItem", "StatelessWhile"}
+    known = "given" if element_shape else "not given: TF learns it from the writes"
+    doc = f"tf.TensorArray read and written in a tf.while_loop, element_shape {known} (functional)"
+    return fixture(name, f, [normal(rng(706), [6, 3])], ops, "functional", doc)
+
+
+def list_ops_straight(x):
+    """Every TensorList op outside loops: push/pop, set/get at a runtime index, length."""
+    from tensorflow.python.ops import list_ops
+
+    empty = list_ops.empty_tensor_list(element_shape=[3], element_dtype=F32, max_num_elements=4)
+    grown = list_ops.tensor_list_push_back(empty, x[0])
+    grown = list_ops.tensor_list_push_back(grown, x[1] * 2.0)
+    grown = list_ops.tensor_list_push_back(grown, tf.tanh(x[2]))
+    rest, last = list_ops.tensor_list_pop_back(grown, element_dtype=F32)
+    i = tf.cast(tf.reduce_sum(x) > 0.0, tf.int32)  # 0 or 1, known only at run time
+    reserved = list_ops.tensor_list_reserve([3], 4, F32)
+    written = list_ops.tensor_list_set_item(reserved, i + 2, last)
+    got = list_ops.tensor_list_get_item(rest, i, F32)
+    stacked = list_ops.tensor_list_stack(written, F32, num_elements=4)
+    shape = list_ops.tensor_list_element_shape(written, tf.int32)
+    return stacked, got * tf.cast(list_ops.tensor_list_length(rest), F32), shape
+
+
+def tensor_list_ops() -> Fixture:
+    f = tf.function(list_ops_straight, input_signature=[spec([3, 3], name="x")])
+    ops = {"EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListLength",
+           "TensorListElementShape", "TensorListSetItem", "TensorListGetItem"}  # fmt: skip
+    doc = "TensorList ops outside loops: push_back x3, pop_back, set/get at a runtime index"
+    return fixture("tensor_list_ops", f, [normal(rng(707), [3, 3])], ops, "lowered", doc)
+
+
+def tensor_array_v1() -> Fixture:
+    x_value = normal(rng(708), [4, 3])
+
+    def make():
+        x = tf.compat.v1.placeholder(F32, [4, 3], name="x")
+        i = tf.cast(tf.reduce_sum(x) > 0.0, tf.int32)
+        ta = tf.TensorArray(F32, size=5, element_shape=[3], clear_after_read=False)
+        ta = ta.scatter([3, 1, 0, 2], x)  # a permutation of the first four (written once only)
+        ta = ta.write(4, tf.tanh(ta.read(i + 1)))
+        size = tf.raw_ops.TensorArraySizeV3(handle=ta.handle, flow_in=ta.flow)  # not folded
+        outputs = {"g": ta.gather([2, 4, 0]), "s": ta.stack(), "n": size}
+        return [x], [tf.identity(t, name=name) for name, t in outputs.items()]
+
+    doc = "TensorArrayV3 outside loops: scatter, read at a runtime index, write, gather, size (v1)"
+    must_have = {"TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3",
+                 "TensorArrayWriteV3", "TensorArrayGatherV3", "TensorArraySizeV3"}  # fmt: skip
+    fx = Fixture("tensor_array_v1", None, [x_value], must_have, doc=doc, out_dir=OUT)
+    with control_flow_v1():
+        build_v1(fx, make)
+    return fx
+
+
 # ---- tf.compat.v1.nn.dynamic_rnn ---------------------------------------------------------------
 
 
@@ -376,10 +452,27 @@ KERAS = [
     ("keras_lstm_masking", lstm_masking),
 ]
 
+# the same layers frozen without lowering: While with TensorList ops in its body
+FUNCTIONAL_KERAS = (
+    "keras_gru_last",
+    "keras_simple_rnn",
+    "keras_bilstm",
+    "keras_lstm_stacked",
+    "keras_lstm_masking",
+)
+
 
 def fixtures() -> list[Fixture]:
     out = [keras_fixture(name, make, 800 + 10 * i) for i, (name, make) in enumerate(KERAS)]
     out.append(keras_fixture("keras_lstm_seq_functional", lstm_seq, 800, "functional"))
+    for i, (name, make) in enumerate(KERAS):
+        if name in FUNCTIONAL_KERAS:
+            out.append(keras_fixture(f"{name}_functional", make, 800 + 10 * i, "functional"))
+    out += [
+        tensor_array_loop("tensor_array_loop", [3]),
+        tensor_array_loop("tensor_array_loop_unknown", None),
+    ]
+    out += [tensor_list_ops(), tensor_array_v1()]
     for form in ("lowered", "functional"):
         out += [while_norm(form), while_nested(form)]
     out += [cond_v2(), cond_v1(), switch_case("lowered"), switch_case("unfrozen")]

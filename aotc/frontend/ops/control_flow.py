@@ -21,25 +21,58 @@ from aotc.proto import aotc_tf_pb2 as pb
 
 
 @translates("While", "StatelessWhile", note="loop-invariant shapes")
-def while_loop(ctx: TranslationContext, node: Node, *carry: Instruction) -> Steps:
+def while_loop(ctx: TranslationContext, node: Node, *inputs: Instruction) -> Steps:
+    carry = yield _shaped_lists(ctx, node, list(inputs))
+    assert isinstance(carry, list)
+    unshaped = [i for i, c in enumerate(carry) if ctx.is_unshaped(c)]
     shapes = [c.shape for c in carry]
-    cond = yield ctx.function(_func(node, "cond"), shapes, results=False)
-    body = yield ctx.function(_func(node, "body"), shapes, results=True)
+    cond = yield ctx.function(_func(node, "cond"), shapes, results=False, unshaped=unshaped)
+    body = yield ctx.function(_func(node, "body"), shapes, results=True, unshaped=unshaped)
     assert isinstance(cond, Computation) and isinstance(body, Computation)
     if cond.root.shape != Shape(PrimitiveType.PRED):
         raise ShapeError(f"the condition '{cond.name}' returns {cond.root.shape}, not a pred[]")
     _check_carry(node, shapes, body)
     loop = ctx.builder.while_loop(ctx.builder.tuple(carry), cond, body)
-    return _elements(ctx, loop, len(carry))
+    outputs = _elements(ctx, loop, len(carry))
+    for i in unshaped:  # never written in the loop: still of unknown element shape
+        ctx.mark_unshaped(outputs[i])
+    return outputs
+
+
+def _shaped_lists(ctx: TranslationContext, node: Node, carry: list[Instruction]) -> Steps:
+    """The carry with each TensorList of unknown element shape replaced by an empty list of
+    the element shape the body writes into it: the body is translated once to learn it."""
+    unshaped = [i for i, c in enumerate(carry) if ctx.is_unshaped(c)]
+    if not unshaped:
+        return carry
+    shapes = [c.shape for c in carry]
+    probe = yield ctx.function(_func(node, "body"), shapes, results=True, unshaped=unshaped)
+    assert isinstance(probe, Computation)
+    _check_carry_count(shapes, probe)
+    written = _results_shape(probe.root).elements
+    for i in unshaped:
+        learned = written[i]
+        if learned == shapes[i] or not isinstance(learned, Shape):
+            continue
+        if learned.dims[:1] != carry[i].array_shape.dims:
+            raise ShapeError(
+                f"loop variable {i} is a TensorList of {carry[i].array_shape.dims[0]} "
+                f"elements that the body makes {learned}"
+            )
+        zero = ctx.scalar(0, learned.dtype)
+        carry[i] = ctx.builder.broadcast(zero, learned.dims, [])
+    return carry
+
+
+def _check_carry_count(shapes: list, body: Computation) -> None:
+    count = len(_results_shape(body.root).elements)
+    if count != len(shapes):
+        raise ShapeError(f"the body returns {count} values for a carry of {len(shapes)}")
 
 
 def _check_carry(node: Node, shapes: list, body: Computation) -> None:
-    after = body.root.shape
-    assert isinstance(after, TupleShape)
-    if len(after.elements) != len(shapes):
-        raise ShapeError(
-            f"the body returns {len(after.elements)} values for a carry of {len(shapes)}"
-        )
+    _check_carry_count(shapes, body)
+    after = _results_shape(body.root)
     for i, (before, now) in enumerate(zip(shapes, after.elements, strict=True)):
         if before != now:
             raise ShapeError(

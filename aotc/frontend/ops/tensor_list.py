@@ -1,0 +1,340 @@
+"""TensorLists (TF2's ``TensorList*`` ops) and TF1's ``TensorArrayV3`` family as dense buffers.
+
+A list of ``n`` elements of shape ``s`` is one array ``[n, *s]``: getting an item is a
+``dynamic-slice`` of one row, setting one a ``dynamic-update-slice`` (which codegen does in
+place), stacking is the buffer itself. TensorFlow's ``variant`` value is replaced by that
+buffer, so a list carried through a ``While`` is a carry of that shape, and its length and
+element shape must be known when it is made: from the reserve or from-tensor node, or the
+element shape attribute. A TF1 TensorArray is a resource plus a ``flow`` scalar that orders its
+reads and writes; here the flow is the buffer and the handle a placeholder nobody reads.
+An index out of range is clamped (XLA's rule); TF would fail on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from aotc.errors import ShapeError, UnsupportedError
+from aotc.frontend.node import Node
+from aotc.frontend.ops.array import constant_ints
+from aotc.frontend.ops.gather import gather_axis_attrs
+from aotc.frontend.ops.registry import translates
+from aotc.frontend.translate import TranslationContext
+from aotc.hlo.ir import Instruction, Opcode
+from aotc.hlo.shape import PrimitiveType
+
+ElementDims = tuple[int, ...] | None  # None: rank unknown; -1: a dim unknown
+
+
+# ---- making lists ------------------------------------------------------------------------------
+
+
+@translates("TensorListReserve", note="constant length; element shape known or written in a loop")
+def reserve(
+    ctx: TranslationContext, node: Node, element_shape: Instruction, num_elements: Instruction
+) -> Instruction:
+    length = _length(ctx, num_elements, "num_elements")
+    dtype = node.dtype_attr("element_dtype")
+    return _new_list(ctx, dtype, length, _element_dims(ctx, element_shape))
+
+
+@translates("EmptyTensorList", note="grown by TensorListPushBack outside loops")
+def empty_list(
+    ctx: TranslationContext, node: Node, element_shape: Instruction, max_elements: Instruction
+) -> Instruction:
+    dims = _element_dims(ctx, element_shape)
+    known = () if dims is None or -1 in dims else dims
+    return _zeros(ctx, node.dtype_attr("element_dtype"), (0, *known))
+
+
+@translates("TensorListFromTensor")
+def from_tensor(
+    ctx: TranslationContext, node: Node, tensor: Instruction, element_shape: Instruction
+) -> Instruction:
+    if not tensor.array_shape.dims:
+        raise ShapeError("a TensorList is made from a tensor of rank 1 or more, got a scalar")
+    _check_element(tensor, _element_dims(ctx, element_shape))
+    return tensor
+
+
+# ---- reading and writing -----------------------------------------------------------------------
+
+
+@translates("TensorListGetItem", note="runtime index (clamped into range)")
+def get_item(
+    ctx: TranslationContext,
+    node: Node,
+    tensor_list: Instruction,
+    index: Instruction,
+    element_shape: Instruction,
+) -> Instruction:
+    return _row(ctx, _shaped(ctx, tensor_list, _element_dims(ctx, element_shape)), index)
+
+
+@translates("TensorListSetItem", note="runtime index (clamped into range), no resizing")
+def set_item(
+    ctx: TranslationContext,
+    node: Node,
+    tensor_list: Instruction,
+    index: Instruction,
+    item: Instruction,
+) -> Instruction:
+    if node.bool_attr("resize_if_index_out_of_bounds", False):
+        raise UnsupportedError(
+            "resize_if_index_out_of_bounds grows the list at run time; aotc needs its length "
+            "bounded statically (give the TensorArray a fixed size)"
+        )
+    return _write_row(ctx, _for_item(ctx, tensor_list, item), index, item)
+
+
+@translates("TensorListStack", note="the whole list")
+def stack(
+    ctx: TranslationContext, node: Node, tensor_list: Instruction, element_shape: Instruction
+) -> Instruction:
+    tensor_list = _shaped(ctx, tensor_list, _element_dims(ctx, element_shape))
+    count = node.int_attr("num_elements", -1)
+    length = tensor_list.array_shape.dims[0]
+    if count not in (-1, length):
+        raise ShapeError(f"num_elements is {count}, but the list holds {length}")
+    return tensor_list
+
+
+@translates("TensorListLength")
+def length(ctx: TranslationContext, node: Node, tensor_list: Instruction) -> Instruction:
+    return ctx.scalar(tensor_list.array_shape.dims[0], PrimitiveType.S32)
+
+
+@translates("TensorListElementShape")
+def element_shape(ctx: TranslationContext, node: Node, tensor_list: Instruction) -> Instruction:
+    dtype = node.dtype_attr("shape_type", np.dtype(np.int32))
+    dims = _shaped(ctx, tensor_list, None).array_shape.dims[1:]
+    return ctx.builder.constant(np.array(dims, dtype))
+
+
+@translates("TensorListPushBack", note="outside loops: the length stays static")
+def push_back(
+    ctx: TranslationContext, node: Node, tensor_list: Instruction, item: Instruction
+) -> Instruction:
+    row = ctx.builder.reshape(item, (1, *item.array_shape.dims))
+    if tensor_list.array_shape.dims[0] == 0:  # an empty list takes the first item's shape
+        return row
+    _check_element(tensor_list, item.array_shape.dims)
+    return ctx.builder.concatenate([tensor_list, row], 0)
+
+
+@translates("TensorListPopBack", note="outside loops: the length stays static")
+def pop_back(
+    ctx: TranslationContext, node: Node, tensor_list: Instruction, element_shape: Instruction
+) -> list[Instruction]:
+    tensor_list = _shaped(ctx, tensor_list, _element_dims(ctx, element_shape))
+    dims = tensor_list.array_shape.dims
+    if dims[0] == 0:
+        raise ShapeError("TensorListPopBack on an empty list")
+    last = ctx.builder.slice(tensor_list, [dims[0] - 1, *[0] * (len(dims) - 1)], dims)
+    rest = ctx.builder.slice(tensor_list, [0] * len(dims), [dims[0] - 1, *dims[1:]])
+    return [rest, ctx.builder.reshape(last, dims[1:])]
+
+
+# ---- TF1 TensorArrayV3: the flow is the buffer ----------------------------------------------
+
+
+@translates("TensorArrayV3", note="constant size, no dynamic_size")
+def tensor_array(ctx: TranslationContext, node: Node, size: Instruction) -> list[Instruction]:
+    if node.bool_attr("dynamic_size", False):
+        raise UnsupportedError(
+            "dynamic_size grows the TensorArray at run time; aotc needs its size static"
+        )
+    length = _length(ctx, size, "size")
+    flow = _new_list(ctx, node.dtype_attr("dtype"), length, node.attr("element_shape", None))
+    return [_handle(ctx), flow]
+
+
+@translates("TensorArrayReadV3", note="runtime index (clamped into range)")
+def array_read(
+    ctx: TranslationContext, node: Node, handle: Instruction, index: Instruction, flow: Instruction
+) -> Instruction:
+    return _row(ctx, _shaped(ctx, flow, None), index)
+
+
+@translates("TensorArrayWriteV3", note="runtime index (clamped into range)")
+def array_write(
+    ctx: TranslationContext,
+    node: Node,
+    handle: Instruction,
+    index: Instruction,
+    value: Instruction,
+    flow: Instruction,
+) -> Instruction:
+    return _write_row(ctx, _for_item(ctx, flow, value), index, value)
+
+
+@translates("TensorArrayScatterV3", note="constant indices")
+def array_scatter(
+    ctx: TranslationContext,
+    node: Node,
+    handle: Instruction,
+    indices: Instruction,
+    value: Instruction,
+    flow: Instruction,
+) -> Instruction:
+    rows = constant_ints(ctx, indices, "indices input")
+    flow = _shaped(ctx, flow, value.array_shape.dims[1:])
+    if rows == list(range(flow.array_shape.dims[0])) and value.shape == flow.shape:
+        return value  # the usual unstack: every row, in order
+    for i, row in enumerate(rows):
+        item = ctx.builder.reshape(_slice_row(ctx, value, i), value.array_shape.dims[1:])
+        flow = _write_row(ctx, flow, ctx.scalar(row, PrimitiveType.S32), item)
+    return flow
+
+
+@translates("TensorArrayGatherV3", note="runtime indices (clamped into range)")
+def array_gather(
+    ctx: TranslationContext,
+    node: Node,
+    handle: Instruction,
+    indices: Instruction,
+    flow: Instruction,
+) -> Instruction:
+    flow = _shaped(ctx, flow, node.attr("element_shape", None))
+    count = flow.array_shape.dims[0]
+    if _is_range(ctx, indices, count):
+        return flow
+    attrs = gather_axis_attrs(flow.array_shape, indices.array_shape, 0, 0)
+    return ctx.builder.gather(flow, indices, attrs)
+
+
+@translates("TensorArraySizeV3")
+def array_size(
+    ctx: TranslationContext, node: Node, handle: Instruction, flow: Instruction
+) -> Instruction:
+    return ctx.scalar(flow.array_shape.dims[0], PrimitiveType.S32)
+
+
+@translates("TensorArrayCloseV3", note="has no outputs")
+def array_close(ctx: TranslationContext, node: Node, handle: Instruction) -> list[Instruction]:
+    return []
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def _row(ctx: TranslationContext, buffer: Instruction, index: Instruction) -> Instruction:
+    """``buffer[index]``, one element of the list."""
+    dims = buffer.array_shape.dims
+    starts = [_index(ctx, index), *[ctx.scalar(0, PrimitiveType.S32)] * (len(dims) - 1)]
+    row = ctx.builder.dynamic_slice(buffer, starts, [1, *dims[1:]])
+    return ctx.builder.reshape(row, dims[1:])
+
+
+def _write_row(
+    ctx: TranslationContext, buffer: Instruction, index: Instruction, item: Instruction
+) -> Instruction:
+    """``buffer`` with ``buffer[index] = item``."""
+    dims = buffer.array_shape.dims
+    _check_element(buffer, item.array_shape.dims)
+    if item.array_shape.dtype is not buffer.array_shape.dtype:
+        raise ShapeError(f"an item of {item.shape} does not fit a list of {buffer.shape}")
+    row = ctx.builder.reshape(item, [1, *dims[1:]])
+    starts = [_index(ctx, index), *[ctx.scalar(0, PrimitiveType.S32)] * (len(dims) - 1)]
+    return ctx.builder.dynamic_update_slice(buffer, row, starts)
+
+
+def _slice_row(ctx: TranslationContext, x: Instruction, i: int) -> Instruction:
+    dims = x.array_shape.dims
+    return ctx.builder.slice(x, [i, *[0] * (len(dims) - 1)], [i + 1, *dims[1:]])
+
+
+def _index(ctx: TranslationContext, index: Instruction) -> Instruction:
+    shape = index.array_shape
+    if shape.dims:
+        raise ShapeError(f"the index must be a scalar, got {shape}")
+    if shape.dtype is PrimitiveType.S32:
+        return index
+    return ctx.builder.convert(index, PrimitiveType.S32)
+
+
+def _is_range(ctx: TranslationContext, indices: Instruction, count: int) -> bool:
+    """Whether ``indices`` is the constant ``0, 1, ..., count - 1``."""
+    if indices.array_shape.dims != (count,) or _depends_on_feed(indices):
+        return False
+    return constant_ints(ctx, indices, "indices input") == list(range(count))
+
+
+def _depends_on_feed(value: Instruction) -> bool:
+    stack, seen = [value], {id(value)}
+    while stack:
+        inst = stack.pop()
+        if inst.opcode is Opcode.PARAMETER:
+            return True
+        for op in inst.operands:
+            if id(op) not in seen:
+                seen.add(id(op))
+                stack.append(op)
+    return False
+
+
+def _new_list(
+    ctx: TranslationContext, dtype: np.dtype, length: int, dims: ElementDims
+) -> Instruction:
+    """An empty list of ``length`` elements; without a known element shape a placeholder
+    (``[length]``) that the first write, or a read naming the shape, makes dense."""
+    if dims is not None and -1 not in dims:
+        return _zeros(ctx, dtype, (length, *dims))
+    return ctx.mark_unshaped(_zeros(ctx, dtype, (length,)))
+
+
+def _for_item(ctx: TranslationContext, tensor_list: Instruction, item: Instruction) -> Instruction:
+    """The list an ``item`` is written to: one of unknown element shape takes the item's."""
+    if not ctx.is_unshaped(tensor_list):
+        return tensor_list
+    length = tensor_list.array_shape.dims[0]
+    return _zeros(ctx, item.array_shape.dtype.numpy, (length, *item.array_shape.dims))
+
+
+def _shaped(ctx: TranslationContext, tensor_list: Instruction, dims: ElementDims) -> Instruction:
+    """The list read with element shape ``dims`` (checked); an unwritten list of unknown
+    element shape is zeros of ``dims`` when they are fully known, as in TensorFlow."""
+    if not ctx.is_unshaped(tensor_list):
+        _check_element(tensor_list, dims)
+        return tensor_list
+    if dims is None or -1 in dims:
+        shown = "of unknown rank" if dims is None else str(list(dims))
+        raise ShapeError(
+            f"the element shape of the list is {shown} and nothing written to it before "
+            "says more; aotc needs it static (give the TensorArray an element_shape)"
+        )
+    dtype = tensor_list.array_shape.dtype.numpy
+    return _zeros(ctx, dtype, (tensor_list.array_shape.dims[0], *dims))
+
+
+def _zeros(ctx: TranslationContext, dtype: np.dtype, dims: Sequence[int]) -> Instruction:
+    zero = ctx.scalar(0, PrimitiveType.from_numpy(dtype))
+    return ctx.builder.broadcast(zero, dims, [])
+
+
+def _length(ctx: TranslationContext, count: Instruction, what: str) -> int:
+    values = constant_ints(ctx, count, f"{what} input (the list's length)")
+    if len(values) != 1 or values[0] < 0:
+        raise ShapeError(f"the {what} must be one length of 0 or more, got {values}")
+    return values[0]
+
+
+def _element_dims(ctx: TranslationContext, element_shape: Instruction) -> ElementDims:
+    """The element shape input: a scalar -1 for an unknown rank, else dims (-1 unknown)."""
+    dims = constant_ints(ctx, element_shape, "element_shape input")
+    return None if element_shape.array_shape.rank == 0 else tuple(dims)
+
+
+def _check_element(buffer: Instruction, dims: ElementDims) -> None:
+    """``dims`` (from an attribute or input, -1 unknown) agrees with the buffer's elements."""
+    have = buffer.array_shape.dims[1:]
+    if dims is None:
+        return
+    if len(dims) != len(have) or any(d not in (-1, h) for d, h in zip(dims, have, strict=True)):
+        raise ShapeError(f"element shape {list(dims)} does not match the list's {list(have)}")
+
+
+def _handle(ctx: TranslationContext) -> Instruction:
+    return ctx.scalar(0, PrimitiveType.S32)
