@@ -331,7 +331,7 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
         in_ptrs,
         body,
         aligned=[_is_aligned(buf) for buf in buffers],
-        shared=_written_in_place(buffers, len(outputs)),  # type: ignore[arg-type]
+        same_as=_written_in_place(buffers, len(outputs)),  # type: ignore[arg-type]
     )
 
 
@@ -342,14 +342,17 @@ def _operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:
     return buffer_reader(ptr, operand.array_shape)
 
 
-def _written_in_place(buffers: Sequence[Buffer], num_outputs: int) -> list[bool]:
-    """Which pointers name an output's bytes that another pointer also names (in place).
-
-    Those must not be ``noalias``: the kernel reads and writes the same bytes through them.
+def _written_in_place(buffers: Sequence[Buffer], num_outputs: int) -> list[int | None]:
+    """Per pointer, the output it names the bytes of when the kernel computes that output in
+    place over it (else None): the kernel gets one pointer for both, so LLVM sees a read and
+    a write of the same element as such (and vectorizes the loop without alias checks that
+    the overlap would fail), and every pointer can stay ``noalias``.
     """
     keys = [(b.kind, b.index, b.offset) for b in buffers]
-    written = set(keys[:num_outputs])
-    return [keys.count(key) > 1 and key in written for key in keys]
+    first = {key: k for k, key in reversed(list(enumerate(keys[:num_outputs])))}
+    return [
+        None if k < num_outputs or key not in first else first[key] for k, key in enumerate(keys)
+    ]
 
 
 def _is_aligned(buffer: object) -> bool:
@@ -363,28 +366,30 @@ def _call_function(
     inputs: Sequence[ir.Value],
     body: KernelBody,
     aligned: Sequence[bool] = (),
-    shared: Sequence[bool] = (),
+    same_as: Sequence[int | None] = (),
 ) -> None:
     """Emit ``void name(ptr noalias out..., ptr noalias in...)`` and call it.
 
-    Pointers flagged in ``shared`` (an output computed in place) get no ``noalias``.
+    A pointer whose ``same_as`` names an output (an output computed in place over it) is no
+    argument of its own: the body reads it through that output's.
     """
-    fn = ir.Function(
-        entry.module, ir.FunctionType(VOID, [PTR] * (len(outputs) + len(inputs))), name
-    )
+    pointers = [*outputs, *inputs]
+    own = [k for k in range(len(pointers)) if k >= len(same_as) or same_as[k] is None]
+    fn = ir.Function(entry.module, ir.FunctionType(VOID, [PTR] * len(own)), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     fn.attributes.add("noinline")  # keeps -O3 time linear in the number of kernels
-    for k, arg in enumerate(fn.args):
-        if not (k < len(shared) and shared[k]):
-            arg.add_attribute("noalias")
+    args = dict(zip(own, fn.args, strict=True))
+    for k, arg in args.items():
+        arg.add_attribute("noalias")
         arg.add_attribute("captures(none)")
         if k < len(aligned) and aligned[k]:
             arg.attributes.align = ALIGN
+    params = [args[k] if k in args else args[same_as[k]] for k in range(len(pointers))]  # type: ignore[index]
     builder = function_builder(fn)
-    body(builder, list(fn.args[: len(outputs)]), list(fn.args[len(outputs) :]))
+    body(builder, params[: len(outputs)], params[len(outputs) :])
     builder.ret_void()
-    entry.builder.call(fn, [*outputs, *inputs])
+    entry.builder.call(fn, [pointers[k] for k in own])
 
 
 def _emit_typed_entry(
