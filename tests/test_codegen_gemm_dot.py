@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from codegen_testing import run_and_compare
 from hlo_programs import build, labels, window
 
@@ -19,7 +20,7 @@ from aotc.codegen.kernels.dot import dot_scratch_bytes
 from aotc.codegen.kernels.dot_gemm import SMALL_GEMM_K, gemm_dot
 from aotc.codegen.vector import AVX512
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
-from aotc.hlo.ir import ConvAttrs, DotDims, Instruction
+from aotc.hlo.ir import ConvAttrs, DotDims, Instruction, Module
 from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.hlo.text import parse_module
 from aotc.passes.fusion import Fusion
@@ -205,6 +206,43 @@ def test_dense_bias_relu_epilogue_stores_whole_vectors() -> None:
         assert tiles, "no GEMM tile functions"
         assert not any("extractelement" in t for t in tiles)
         assert any("<16 x float>" in t for t in tiles)
+
+
+STEP_INPUT = """
+HloModule m
+ENTRY main {
+  h = f32[20,64] parameter(0)
+  u = f32[64,40] parameter(1)
+  xs = f32[5,20,40] parameter(2)
+  t = s32[] parameter(3)
+  zero = s32[] constant(0)
+  row = f32[1,20,40] dynamic-slice(xs, t, zero, zero), dynamic_slice_sizes={1,20,40}
+  xt = f32[20,40] reshape(row)
+  d = f32[20,40] dot(h, u), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = f32[20,40] add(xt, d)
+  ROOT r = (f32[20,40]) tuple(s)
+}"""
+
+
+@pytest.mark.parametrize("step", [3, 7, -2])
+def test_an_epilogue_reads_a_step_of_the_hoisted_input_projection_as_vectors(step: int) -> None:
+    """h @ U + xs[t] (an RNN step after loop_projection): whole rows of the dynamic slice are
+    vector loads at the clamped step (an index out of range clamps, as the evaluator does)."""
+    module = parse_module(STEP_INPUT)
+    assert Fusion().run(module)
+    args = [weights(20, 64), weights(64, 40), weights(5, 20, 40), np.int32(step)]
+    run_and_compare(module, args, rtol=1e-5)
+    # the tiles are the ones of a plain row operand: no lane is built one by one
+    plain = STEP_INPUT.replace("xt = f32[20,40] reshape(row)", "xt = f32[20,40] parameter(4)")
+    lanes = [_lane_inserts(parse_module(text)) for text in (STEP_INPUT, plain)]
+    assert lanes[0] == lanes[1]
+
+
+def _lane_inserts(module: Module) -> int:
+    assert Fusion().run(module)
+    tiles = _tile_functions(str(emit_module(module, "gd", AVX512)[0]))
+    assert tiles
+    return sum(t.count("insertelement") for t in tiles)
 
 
 SHARED_PLANS = """

@@ -9,7 +9,8 @@ accumulator vectors with these instead of extracting every lane.
 Only what epilogues are made of has a vector form: f32/pred elementwise ops whose scalar
 semantics (``scalar_ops``) are plain IRBuilder ops or mathlib calls, both of which work on
 vectors unchanged; broadcasts (along the lanes: a contiguous load; across them: a splat);
-reshapes and transposes that keep the last dimension; scalar constants; buffer reads. Any other
+reshapes and transposes that keep the last dimension; dynamic slices of whole rows (an RNN
+step's row of its hoisted input projection); scalar constants; buffer reads. Any other
 instruction falls back to its element generator, called once per lane, so every fused
 computation the elemental emitter knows still works.
 """
@@ -22,7 +23,7 @@ from llvmlite import ir
 
 from aotc.codegen.irtypes import F32, add_nuw, i64, linear_index
 from aotc.codegen.kernels.base import ElementGenerator
-from aotc.codegen.kernels.elemental import delinearize
+from aotc.codegen.kernels.elemental import delinearize, dynamic_starts
 from aotc.codegen.kernels.gemm_tile import splat
 from aotc.codegen.kernels.scalar_ops import emit_scalar
 from aotc.hlo.ir import Computation, Dimensions, Instruction, Opcode, parameter_number
@@ -118,7 +119,12 @@ def vector_generators(
             gens[id(inst)] = params[parameter_number(inst)]
         elif id(inst) in scalars:
             operands = [gens.get(id(op)) for op in inst.operands]
-            made = _make(inst, operands, scalars[id(inst)], before_lane)
+            if inst.opcode is Opcode.DYNAMIC_SLICE:
+                starts = [scalars.get(id(op)) for op in inst.operands[1:]]
+                made = _dynamic_slice(inst, operands[0], starts, before_lane)
+            else:
+                made = None
+            made = made or _make(inst, operands, scalars[id(inst)], before_lane)
             gens[id(inst)] = _memoized(inst, made, memo)
     return gens
 
@@ -185,6 +191,29 @@ def _broadcast(
     if dims[-1] != last or operand is None:
         return None  # the lanes would run along an inner operand dimension
     return lambda b, index, lanes: operand(b, [index[d] for d in dims], lanes)
+
+
+def _dynamic_slice(
+    inst: Instruction,
+    source: VectorGenerator | None,
+    starts: Sequence[ElementGenerator | None],
+    before_lane: LaneHook,
+) -> VectorGenerator | None:
+    """A slice of whole rows (an RNN step's row of its inputs) reads contiguous rows of the
+    source: the clamped starts are the same in every lane, and the last one is 0."""
+    sizes = inst.array_shape.dims
+    if source is None or not sizes or sizes[-1] != inst.operands[0].array_shape.dims[-1]:
+        return None
+    if any(g is None for g in starts):
+        return None
+    clamped = dynamic_starts(inst, [g for g in starts if g is not None], sizes)
+
+    def generate(b: ir.IRBuilder, index: Sequence[ir.Value], lanes: int) -> ir.Value:
+        before_lane(b, 0)
+        offsets = clamped(b)
+        return source(b, [add_nuw(b, i, s) for i, s in zip(index, offsets, strict=True)], lanes)
+
+    return generate
 
 
 def _keeps_last(inst: Instruction, operand: VectorGenerator | None) -> VectorGenerator | None:
