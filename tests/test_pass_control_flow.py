@@ -249,6 +249,92 @@ def test_constant_weights_sink_and_invariant_work_is_hoisted() -> None:
     assert after.entry.root.operands[1].name == "u"  # the invariant result, forwarded
 
 
+U = "{ {0.5, -0.25, 0.1, 0}, {0.2, 0.5, -0.5, 0.1}, {-0.1, 0.2, 0.5, 0.2}, {0, 0.1, 0.2, 1} }"
+
+
+def _rnn(projection: str, start: int = 0, steps: int = 5, step: str = "add(bi, one)") -> str:
+    """An RNN over x: f32[5,2,3] (steps, batch, features); ``projection`` computes ``p``, the
+    step's input times weights, from ``xt`` (step ``bi`` of x, f32[2,3]) and ``w``."""
+    return f"""
+HloModule rnn
+cond {{
+  c = (s32[], f32[2,4], f32[5,2,3], f32[3,4]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  n = s32[] constant({steps})
+  ROOT lt = pred[] compare(i, n), direction=LT
+}}
+body {{
+  b = (s32[], f32[2,4], f32[5,2,3], f32[3,4]) parameter(0)
+  bi = s32[] get-tuple-element(b), index=0
+  one = s32[] constant(1)
+  next = s32[] {step}
+  h = f32[2,4] get-tuple-element(b), index=1
+  x = f32[5,2,3] get-tuple-element(b), index=2
+  w = f32[3,4] get-tuple-element(b), index=3
+  zero = s32[] constant(0)
+  row = f32[1,2,3] dynamic-slice(x, bi, zero, zero), dynamic_slice_sizes={{1,2,3}}
+  xt = f32[2,3] reshape(row)
+  {projection}
+  u = f32[4,4] constant({U})
+  hu = f32[2,4] dot(h, u), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  s = f32[2,4] add(p, hu)
+  th = f32[2,4] tanh(s)
+  ROOT out = (s32[], f32[2,4], f32[5,2,3], f32[3,4]) tuple(next, th, x, w)
+}}
+ENTRY main {{
+  xs = f32[5,2,3] parameter(0)
+  ws = f32[3,4] parameter(1)
+  h0 = f32[2,4] parameter(2)
+  first = s32[] constant({start})
+  init = (s32[], f32[2,4], f32[5,2,3], f32[3,4]) tuple(first, h0, xs, ws)
+  loop = (s32[], f32[2,4], f32[5,2,3], f32[3,4]) while(init), condition=cond, body=body
+  ROOT r = f32[2,4] get-tuple-element(loop), index=1
+}}
+"""
+
+
+X_TIMES_W = "p = f32[2,4] dot(xt, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+# the same product with the step on the right: (w^T x_t^T)^T
+W_TIMES_X = (
+    "pt = f32[4,2] dot(w, xt), lhs_contracting_dims={0}, rhs_contracting_dims={1}\n"
+    "  p = f32[2,4] transpose(pt), dimensions={1,0}"
+)
+
+
+def _loop_dots(module: Module) -> tuple[list[str], list[str]]:
+    """The shapes of the dots before the loop and in its body."""
+    loop = next(i for i in module.entry.instructions if i.opcode is Opcode.WHILE)
+    return [
+        [str(i.shape) for i in c.instructions if i.opcode is Opcode.DOT]
+        for c in (module.entry, loop.called[1])
+    ]  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("projection", "product"), [(X_TIMES_W, "f32[5,2,4]"), (W_TIMES_X, "f32[4,5,2]")]
+)
+def test_the_input_projection_of_every_step_is_one_dot_before_the_loop(
+    projection: str, product: str
+) -> None:
+    after = assert_same_results(WhileLoopSimplifier(), _rnn(projection))
+    before_loop, in_loop = _loop_dots(after)
+    assert before_loop == [product]  # x @ W for all steps: one GEMM
+    assert in_loop == ["f32[2,4]"]  # only h @ U is left in the loop
+    loop = next(i for i in after.entry.instructions if i.opcode is Opcode.WHILE)
+    assert "f32[5,2,3]" not in str(loop.shape)  # x itself is no longer carried
+
+
+def test_a_projected_step_out_of_range_is_clamped_as_before() -> None:
+    # steps 3..7 of 5: the slices of x and of x @ W clamp to the last step alike
+    assert_same_results(WhileLoopSimplifier(), _rnn(X_TIMES_W, start=3, steps=8))
+
+
+def test_a_row_not_indexed_by_a_counter_stays_in_the_loop() -> None:
+    module = parse_module(_rnn(X_TIMES_W, step="multiply(bi, bi)", steps=2))
+    WhileLoopSimplifier().run(module)
+    assert _loop_dots(module) == [[], ["f32[2,4]", "f32[2,4]"]]
+
+
 DEAD = """
 HloModule dead
 maximum { ma = f32[] parameter(0)  mb = f32[] parameter(1)  ROOT mm = f32[] maximum(ma, mb) }

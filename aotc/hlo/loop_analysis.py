@@ -70,7 +70,7 @@ def induction_variable(loop: Instruction) -> InductionVariable | None:
     if compared is None:
         return None
     index, direction, bound = compared
-    step = _step(body, index)
+    step = counter_step(body, index)
     init = _initial(loop, index)
     if step is None or init is None:
         return None
@@ -96,7 +96,7 @@ def _compared_counter(condition: Computation) -> tuple[int, ComparisonDirection,
     return index, direction, bound
 
 
-def _step(body: Computation, index: int) -> int | None:
+def counter_step(body: Computation, index: int) -> int | None:
     """c when the body's root tuple holds ``gte(param, index) + c`` (or ``- c``) at index."""
     root, param = body.root, body.parameters[0]
     if root.opcode is not Opcode.TUPLE:

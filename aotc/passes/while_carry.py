@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aotc.hlo.builder import NameUniquer
-from aotc.hlo.ir import Computation, Instruction, Opcode, TupleIndex
+from aotc.hlo.ir import CONTROL_FLOW, Computation, Instruction, Opcode, TupleIndex
 from aotc.hlo.shape import TupleShape
 from aotc.passes.rewrite import insert_before, remove_dead, replace_all_uses
 
@@ -72,6 +72,22 @@ def carried_loop(caller: Computation, inst: Instruction) -> CarriedLoop | None:
         if comp.root is carry or any(u.opcode is not Opcode.GET_TUPLE_ELEMENT for u in users):
             return None
     return loop
+
+
+def invariant_instructions(loop: CarriedLoop) -> dict[int, Instruction]:
+    """Body instructions whose value is the same in every iteration."""
+    body, passed = loop.body, loop.invariant()
+    param = body.parameters[0]
+    invariant: dict[int, Instruction] = {}
+    for inst in body.post_order():
+        if inst.opcode is Opcode.GET_TUPLE_ELEMENT and inst.operands[0] is param:
+            if inst.attrs_as(TupleIndex).index in passed:
+                invariant[id(inst)] = inst
+        elif inst.opcode is Opcode.PARAMETER or inst.opcode in CONTROL_FLOW or inst.is_tuple:
+            continue
+        elif all(id(o) in invariant for o in inst.operands):
+            invariant[id(inst)] = inst
+    return invariant
 
 
 def _index(inst: Instruction, carry: Instruction) -> int | None:

@@ -8,6 +8,9 @@ Per loop, in every computation that runs instructions in sequence:
 * invariant carry elements that start as constants (or splats) become constants in the
   condition and body, where later passes see them (a dot with constant weights packs them
   at compile time);
+* a dot of one row of an invariant element, indexed by a loop counter, becomes a row of the
+  dot of the whole element (``loop_projection``: an RNN's input projection ``x_t @ W``), which
+  is invariant work;
 * invariant work in the body (computed from constants and invariant elements only) is done
   once before the loop and carried in as a new element;
 * carry elements nothing needs (not read after the loop, by the condition, or to compute
@@ -21,7 +24,6 @@ from typing import ClassVar
 
 from aotc.hlo.builder import NameUniquer
 from aotc.hlo.ir import (
-    CONTROL_FLOW,
     Computation,
     Instruction,
     Module,
@@ -32,6 +34,7 @@ from aotc.hlo.ir import (
 from aotc.hlo.loop_analysis import trip_count
 from aotc.passes.call_inliner import inline_calls
 from aotc.passes.dce import remove_unreachable_computations
+from aotc.passes.loop_projection import project_before_loop
 from aotc.passes.rewrite import (
     copy_instructions,
     insert_before,
@@ -42,6 +45,7 @@ from aotc.passes.rewrite import (
 from aotc.passes.while_carry import (
     CarriedLoop,
     carried_loop,
+    invariant_instructions,
     live_elements,
     rebuild,
 )
@@ -86,6 +90,7 @@ def _simplify(comp: Computation, inst: Instruction, names: NameUniquer, gone: se
         return changed
     changed |= _forward_invariant_results(loop, names)
     changed |= _sink_constants(loop, names)
+    changed |= project_before_loop(loop, names)  # makes invariant work for the next step
     changed |= _hoist_invariant_code(loop, names)
     return _drop_dead_elements(loop, names) or changed
 
@@ -180,7 +185,7 @@ def _replace_uses(comp: Computation, old: Instruction, new: Instruction, kept: _
 
 def _hoist_invariant_code(loop: CarriedLoop, names: NameUniquer) -> bool:
     body = loop.body
-    invariant = _invariant_instructions(loop)
+    invariant = invariant_instructions(loop)
     hoisted = _worth_hoisting(body, invariant)
     if not hoisted:
         return False
@@ -216,22 +221,6 @@ def _worth_hoisting(body: Computation, invariant: dict[int, Instruction]) -> lis
         else:  # get-tuple-element and constants read nothing invariant: they stop here
             pending.extend(o for o in inst.operands if id(o) in invariant)
     return [i for i in invariant.values() if id(i) in chosen]
-
-
-def _invariant_instructions(loop: CarriedLoop) -> dict[int, Instruction]:
-    """Body instructions whose value is the same in every iteration."""
-    body, passed = loop.body, loop.invariant()
-    param = body.parameters[0]
-    invariant: dict[int, Instruction] = {}
-    for inst in body.post_order():
-        if inst.opcode is Opcode.GET_TUPLE_ELEMENT and inst.operands[0] is param:
-            if inst.attrs_as(TupleIndex).index in passed:
-                invariant[id(inst)] = inst
-        elif inst.opcode is Opcode.PARAMETER or inst.opcode in CONTROL_FLOW or inst.is_tuple:
-            continue
-        elif all(id(o) in invariant for o in inst.operands):
-            invariant[id(inst)] = inst
-    return invariant
 
 
 def _needed(roots: list[Instruction], invariant: dict[int, Instruction]) -> list[Instruction]:
