@@ -45,6 +45,8 @@ class Spec:
     shape: list[int]
     build: Callable[[], object]  # returns a tf.function-compatible callable of one tensor
     flops: float = 0.0
+    # freezing lowers While to v1 frames (TF's default); False keeps functional While
+    lower_control_flow: bool = True
 
 
 # ---------------------------------------------------------------- generated graphs (need TF)
@@ -150,6 +152,21 @@ def _mobilenet_v2():
     return keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3))
 
 
+def _recurrent(layer: str, steps: int, features: int) -> Callable[[], object]:
+    def make():
+        import keras
+
+        inp = keras.Input((steps, features))
+        return keras.Model(inp, getattr(keras.layers, layer)(128)(inp))
+
+    return _keras_fn(make)
+
+
+def _rnn_spec(layer: str, batch: int) -> Spec:
+    what = f"Keras {layer}(128) over 50 steps of 40 features, batch {batch} (functional While)"
+    return Spec(what, "model", [batch, 50, 40], _recurrent(layer, 50, 40), lower_control_flow=False)
+
+
 def _gemm(k: int, n: int) -> Callable[[], object]:
     def build():
         import tensorflow as tf
@@ -194,6 +211,10 @@ SPECS: dict[str, Spec] = {
                        "model", [1, 64, 64, 3], _keras_fn(_unet)),
     "bench_mobilenet_v2": Spec("Keras MobileNetV2 224x224 (weights=None), batch 1", "model",
                                [1, 224, 224, 3], _keras_fn(_mobilenet_v2)),
+    "bench_lstm_b1": _rnn_spec("LSTM", 1),
+    "bench_lstm_b8": _rnn_spec("LSTM", 8),
+    "bench_gru_b1": _rnn_spec("GRU", 1),
+    "bench_gru_b8": _rnn_spec("GRU", 8),
     "gemm_512": Spec("GEMM 512x512x512 f32 (placeholder @ constant)", "kernel",
                      [512, 512], _gemm(512, 512), 2.0 * 512**3),
     "gemm_1024": Spec("GEMM 1024x1024x1024 f32 (placeholder @ constant)", "kernel",
@@ -205,8 +226,9 @@ SPECS: dict[str, Spec] = {
 }  # fmt: skip
 
 
-def _freeze(fn: Callable[[object], object], shape: list[int]) -> object:
-    """A frozen GraphDef of ``fn`` with placeholder ``x`` and output node ``y``."""
+def _freeze(fn: Callable[[object], object], shape: list[int], lower: bool = True) -> object:
+    """A frozen GraphDef of ``fn`` with placeholder ``x`` and output node ``y``; ``lower``
+    turns functional control flow into v1 frames."""
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
@@ -216,7 +238,7 @@ def _freeze(fn: Callable[[object], object], shape: list[int]) -> object:
     def f(x):
         return tf.identity(fn(x), name="y")
 
-    frozen = convert_variables_to_constants_v2(f.get_concrete_function())
+    frozen = convert_variables_to_constants_v2(f.get_concrete_function(), lower_control_flow=lower)
     return frozen.graph.as_graph_def()
 
 
@@ -237,7 +259,7 @@ def build_generated(name: str, out_dir: Path) -> BenchModel:
 
         keras.utils.set_random_seed(0)
         out_dir.mkdir(parents=True, exist_ok=True)
-        graph_def = _freeze(spec.build(), spec.shape)
+        graph_def = _freeze(spec.build(), spec.shape, spec.lower_control_flow)
         x = np.random.default_rng(1).standard_normal(spec.shape).astype(np.float32)
         np.savez(data, arg0=x)
         _write_config(config, name, spec.shape, "y")
