@@ -29,9 +29,6 @@ from aotc.errors import AotcError
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 
-# The v1 frames of these are functionalized (aotc/frontend/functionalize.py); their bodies
-# hold TensorList (Keras) or TensorArrayV3 (dynamic_rnn) ops.
-KERAS_LOOP = "issue 11: TensorList ops"
 CRASHES: frozenset[str] = frozenset()  # pending fixtures that fail with another exception
 # Control flow the front end translates, functional (TF2) or functionalized (TF1 frames and
 # Switch/Merge): the evaluator also checks the HLO, before and after the optimizer, against
@@ -55,19 +52,19 @@ FUNCTIONAL = [
     "tensor_array_loop_unknown",
     "tensor_list_ops",
     "tensor_array_v1",
+    # TF1 frames (functionalized) around TensorList (Keras) or TensorArrayV3 ops
+    "keras_lstm_seq",
+    "keras_lstm_last",
+    "keras_gru_seq",
+    "keras_gru_last",
+    "keras_simple_rnn",
+    "keras_bilstm",
+    "keras_lstm_stacked",
+    "keras_lstm_masking",
+    "dynamic_rnn_v1",
 ]
 
-PENDING = {
-    "keras_lstm_seq": KERAS_LOOP,
-    "keras_lstm_last": KERAS_LOOP,
-    "keras_gru_seq": KERAS_LOOP,
-    "keras_gru_last": KERAS_LOOP,
-    "keras_simple_rnn": KERAS_LOOP,
-    "keras_bilstm": KERAS_LOOP,
-    "keras_lstm_stacked": KERAS_LOOP,
-    "keras_lstm_masking": KERAS_LOOP,
-    "dynamic_rnn_v1": "issue 11: TensorArrayV3 ops",
-}
+PENDING: dict[str, str] = {}  # fixture -> the issue that makes it pass
 
 JAX = [
     "jax_fori_loop",

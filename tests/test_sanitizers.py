@@ -1,4 +1,5 @@
-"""Memory safety of generated code, for every fixture in tests/data/tf.
+"""Memory safety of generated code, for every fixture in tests/data/tf and the loops of
+tests/data/control_flow that index their buffers at run time.
 
 1. The C harness built with ``-fsanitize=address,undefined`` runs each model clean (the harness
    and the header are instrumented; any report fails the run).
@@ -18,30 +19,43 @@ from pathlib import Path
 import numpy as np
 import pytest
 from c_harness import CC, SANITIZE_CFLAGS, run_compiled
-from fixtures import assert_close, fixture_names, load_fixture
+from fixtures import CONTROL_FLOW_DATA, Fixture, assert_close, fixture_names, load_fixture
 
 from aotc.codegen.compile import CompiledModel
 from aotc.driver import compile_graph
 
+# Recurrent networks and TensorList/TensorArray graphs of tests/data/control_flow: loops that
+# read and write their buffers at run-time indices (dynamic slices, in-place updates).
+CONTROL_FLOW = [
+    "keras_lstm_seq",
+    "keras_bilstm_functional",
+    "dynamic_rnn_v1",
+    "tensor_array_loop_unknown",
+    "tensor_list_ops",
+    "tensor_array_v1",
+]
 
-def compiled(name: str) -> CompiledModel:
-    fixture = load_fixture(name)
-    return compile_graph(fixture.graph, fixture.config).model  # one that stops compiling fails
+
+def check(fixture: Fixture, results: list[np.ndarray]) -> None:
+    for i, (got, want) in enumerate(zip(results, fixture.results, strict=True)):
+        assert_close(got, want, rtol=1e-4, what=f"{fixture.name} result {i}")
 
 
-def check(name: str, results: list[np.ndarray]) -> None:
-    for i, (got, want) in enumerate(zip(results, load_fixture(name).results, strict=True)):
-        assert_close(got, want, rtol=1e-4, what=f"{name} result {i}")
-
-
-@pytest.mark.parametrize("name", fixture_names())
-def test_fixture_is_memory_safe(name: str) -> None:
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        *(load_fixture(name) for name in fixture_names()),
+        *(load_fixture(name, CONTROL_FLOW_DATA) for name in CONTROL_FLOW),
+    ],
+    ids=lambda fixture: fixture.name,
+)
+def test_fixture_is_memory_safe(fixture: Fixture) -> None:
     # One test per fixture so that each model compiles once (compiling dominates the time).
-    model = compiled(name)
-    typed, buffers = run_compiled(model, load_fixture(name).args, extra_cflags=SANITIZE_CFLAGS)
-    check(name, typed)
-    check(name, buffers)
-    check_guarded(name, model)
+    model = compile_graph(fixture.graph, fixture.config).model  # one that stops compiling fails
+    typed, buffers = run_compiled(model, fixture.args, extra_cflags=SANITIZE_CFLAGS)
+    check(fixture, typed)
+    check(fixture, buffers)
+    check_guarded(fixture, model)
 
 
 _GUARDED = string.Template(r"""
@@ -99,9 +113,8 @@ int main(int argc, char **argv) {
 """)
 
 
-def check_guarded(name: str, model: CompiledModel) -> None:
+def check_guarded(fixture: Fixture, model: CompiledModel) -> None:
     """Run ``model`` with guard pages after, then before, every buffer; check its results."""
-    fixture = load_fixture(name)
     with tempfile.TemporaryDirectory(prefix="aotc_guard_") as tmp:
         work = Path(tmp)
         (work / f"{model.name}.o").write_bytes(model.object_bytes)
@@ -127,4 +140,4 @@ def check_guarded(name: str, model: CompiledModel) -> None:
                 ).reshape(info.shape.dims)
                 for j, info in enumerate(model.results)
             ]
-            check(name, results)
+            check(fixture, results)
