@@ -45,8 +45,6 @@ class Spec:
     shape: list[int]
     build: Callable[[], object]  # returns a tf.function-compatible callable of one tensor
     flops: float = 0.0
-    # freezing lowers While to v1 frames (TF's default); False keeps functional While
-    lower_control_flow: bool = True
 
 
 # ---------------------------------------------------------------- generated graphs (need TF)
@@ -163,8 +161,8 @@ def _recurrent(layer: str, steps: int, features: int) -> Callable[[], object]:
 
 
 def _rnn_spec(layer: str, batch: int) -> Spec:
-    what = f"Keras {layer}(128) over 50 steps of 40 features, batch {batch} (functional While)"
-    return Spec(what, "model", [batch, 50, 40], _recurrent(layer, 50, 40), lower_control_flow=False)
+    what = f"Keras {layer}(128) over 50 steps of 40 features, batch {batch}"
+    return Spec(what, "model", [batch, 50, 40], _recurrent(layer, 50, 40))
 
 
 def _gemm(k: int, n: int) -> Callable[[], object]:
@@ -226,9 +224,9 @@ SPECS: dict[str, Spec] = {
 }  # fmt: skip
 
 
-def _freeze(fn: Callable[[object], object], shape: list[int], lower: bool = True) -> object:
-    """A frozen GraphDef of ``fn`` with placeholder ``x`` and output node ``y``; ``lower``
-    turns functional control flow into v1 frames."""
+def _freeze(fn: Callable[[object], object], shape: list[int]) -> object:
+    """A frozen GraphDef of ``fn`` with placeholder ``x`` and output node ``y`` (control flow
+    lowered to v1 frames, TF's default)."""
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
@@ -238,7 +236,7 @@ def _freeze(fn: Callable[[object], object], shape: list[int], lower: bool = True
     def f(x):
         return tf.identity(fn(x), name="y")
 
-    frozen = convert_variables_to_constants_v2(f.get_concrete_function(), lower_control_flow=lower)
+    frozen = convert_variables_to_constants_v2(f.get_concrete_function())
     return frozen.graph.as_graph_def()
 
 
@@ -259,7 +257,7 @@ def build_generated(name: str, out_dir: Path) -> BenchModel:
 
         keras.utils.set_random_seed(0)
         out_dir.mkdir(parents=True, exist_ok=True)
-        graph_def = _freeze(spec.build(), spec.shape, spec.lower_control_flow)
+        graph_def = _freeze(spec.build(), spec.shape)
         x = np.random.default_rng(1).standard_normal(spec.shape).astype(np.float32)
         np.savez(data, arg0=x)
         _write_config(config, name, spec.shape, "y")
