@@ -3,6 +3,9 @@ grows linearly with it (a 50,000-node chain, a 5,000-way name collision, through
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +49,14 @@ def _float_attr(node: pb.NodeDef, value: float | None = None, dims: tuple[int, .
             tensor.tensor_shape.dim.add(size=d)
 
 
-def _chain_graph_def() -> pb.GraphDef:
+def _chain_graph_def(length: int = CHAIN) -> pb.GraphDef:
     g = pb.GraphDef()
     x = g.node.add(name="x", op="Placeholder")
     x.attr["dtype"].type = pb.DT_FLOAT
     x.attr["shape"].shape.dim.add(size=4)
     _float_attr(g.node.add(name="half", op="Const"), 0.5)
     prev = "x"
-    for i in range(CHAIN):
+    for i in range(length):
         op = TF_CHAIN[i % 4]
         inputs = [prev, "half"] if op == "AddV2" else [prev]
         _float_attr(g.node.add(name=f"n{i}", op=op, input=inputs))
@@ -100,21 +103,26 @@ def test_hlo_chain_of_50000_instructions_round_trips_and_compiles(tmp_path: Path
 def test_5000_way_name_collision_compiles(tmp_path: Path) -> None:
     """Feeds literally named like XLA's uniqued names (``add.1`` ...) collide with every
     ``add`` the translation and the passes create."""
-    g = pb.GraphDef()
-    for i in range(1, COLLISIONS + 1):
-        feed = g.node.add(name=f"add.{i}", op="Placeholder")
-        feed.attr["dtype"].type = pb.DT_FLOAT
-        feed.attr["shape"].shape.dim.add(size=2)
-    total = "add.1"
-    for i in range(2, COLLISIONS + 1):
-        _float_attr(g.node.add(name=f"sum.{i}", op="AddV2", input=[total, f"add.{i}"]))
-        total = f"sum.{i}"
     path = tmp_path / "collide.pb"
-    path.write_bytes(g.SerializeToString())
+    path.write_bytes(_collision_graph_def(COLLISIONS).SerializeToString())
     fn = aotc.compile(path, cache=False)
     args = [np.array([i, -i], np.float32) for i in range(1, COLLISIONS + 1)]
     expected = np.float32(COLLISIONS * (COLLISIONS + 1) // 2)
     np.testing.assert_array_equal(fn(*args), [expected, -expected])
+
+
+def _collision_graph_def(count: int) -> pb.GraphDef:
+    """Feeds ``add.1`` ... ``add.<count>``, summed by a chain of AddV2 nodes."""
+    g = pb.GraphDef()
+    for i in range(1, count + 1):
+        feed = g.node.add(name=f"add.{i}", op="Placeholder")
+        feed.attr["dtype"].type = pb.DT_FLOAT
+        feed.attr["shape"].shape.dim.add(size=2)
+    total = "add.1"
+    for i in range(2, count + 1):
+        _float_attr(g.node.add(name=f"sum.{i}", op="AddV2", input=[total, f"add.{i}"]))
+        total = f"sum.{i}"
+    return g
 
 
 def test_5000_way_collision_with_names_the_passes_create() -> None:
@@ -388,3 +396,59 @@ def test_tf1_loops_nested_1200_deep_are_functionalized_and_compile(tmp_path: Pat
     path = tmp_path / "nested.pb"
     path.write_bytes(_tf1_nested_loops(NESTING).SerializeToString())
     np.testing.assert_array_equal(aotc.compile(path, cache=False)(X), X + 1)
+
+
+# Below Python's default: what recursion is bounded by a constant (fused generators, about two
+# frames per fused level up to MAX_FUSION_DEPTH; tuple shapes; the libraries aotc calls) fits,
+# while anything recursing once per node, name, loop or function fails on inputs a few times
+# deeper, at a fraction of the 50,000-node tests' cost. Modules are imported first, so the
+# import machinery's frames do not count.
+LOW_RECURSION_LIMIT = 600
+_UNDER_LOW_LIMIT = """
+import json, sys
+import aotc.cli, aotc.driver, aotc.jit, aotc.inspection
+sys.setrecursionlimit(int(sys.argv[1]))
+for argv in json.loads(sys.argv[2]):
+    try:
+        aotc.cli.main(argv, standalone_mode=False)
+    except SystemExit as e:
+        assert not e.code, argv
+"""
+
+
+def _aotc_under_low_limit(commands: list[list[str]]) -> str:
+    """Run the CLI commands in one process under ``LOW_RECURSION_LIMIT``; their stdout."""
+    cmd = [sys.executable, "-c", _UNDER_LOW_LIMIT, str(LOW_RECURSION_LIMIT), json.dumps(commands)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_cli_needs_no_recursion_in_proportion_to_the_input(tmp_path: Path) -> None:
+    depth = 2 * LOW_RECURSION_LIMIT
+    inputs = {  # name: (content, the value of its one feed x, or None: compile only)
+        "chain.pb": (_chain_graph_def(2 * depth).SerializeToString(), X),
+        "functions.pb": (_nested_functions(depth).SerializeToString(), X[:2]),
+        "tf1_loops.pb": (_tf1_nested_loops(depth).SerializeToString(), X),
+        "collide.pb": (_collision_graph_def(depth).SerializeToString(), None),
+        "chain.hlo": (_chain_hlo(2 * depth).encode(), X),
+        "loops.hlo": (_nested_loops(depth).encode(), np.float32(0.5)),
+        "fused.hlo": (_fused_chain(depth).encode(), np.ones((8, 16), np.float32)),
+    }
+    commands, runs = [], 0
+    for name, (content, x) in inputs.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        commands.append(["inspect", str(path)])
+        if x is None:
+            commands.append(["compile", str(path), "-o", str(tmp_path / name), "-q"])
+            continue
+        np.save(tmp_path / f"{name}.x.npy", x)
+        feed = f"x={tmp_path / name}.x.npy"
+        commands.append(
+            ["run", str(path), "-i", feed, "-d", f"{tmp_path / name}.out", "--reference"]
+        )
+        runs += 1
+    out = _aotc_under_low_limit(commands)
+    assert out.count("max |diff| vs reference 0") == runs, out
+    assert (tmp_path / "collide.pb.o").stat().st_size > 0
