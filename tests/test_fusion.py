@@ -340,6 +340,6 @@ def test_the_parser_records_the_kind_the_plan_gives() -> None:
 
 
 def test_an_unknown_fusion_kind_is_a_parse_error() -> None:
-    text = FUSED_ADD_ZERO.replace("kind=kLoop", "kind=kCustom")
-    with pytest.raises(HloError, match="kCustom"):
+    text = FUSED_ADD_ZERO.replace("kind=kLoop", "kind=kScatter")
+    with pytest.raises(HloError, match="kScatter"):
         parse_module(text)

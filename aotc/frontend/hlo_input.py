@@ -2,7 +2,8 @@
 
 ``jax.jit(f).lower(*args).as_text(dialect="hlo")`` and TensorFlow's
 ``experimental_get_compiler_ir(*args)(stage="hlo")`` both print an ``HloModule``; aotc parses it
-with its own HLO parser (layouts, metadata and frontend attributes are skipped), verifies it,
+with its own HLO parser (metadata, sharding and the other attributes that do not change the
+results are skipped with a note, see ``aotc/hlo/interchange.py``), verifies it,
 and compiles it. The arguments are the entry computation's parameters in order; the results
 are the elements of the root tuple, or the root itself (wrapped in a one-element tuple).
 
@@ -40,16 +41,18 @@ class HloInput:
 
     module: Module
     signature: Signature
+    notes: list[str]  # what the parser ignored or renamed (XLA's metadata, sharding, ...)
 
 
 def load_hlo(path: str | Path, config: Config | None = None) -> HloInput:
     """Parse, normalize (tuple root) and verify the HLO text in ``path``."""
     config = config or Config()
-    module = parse_module(_read_text(Path(path)), str(path))
+    notes: list[str] = []
+    module = parse_module(_read_text(Path(path)), str(path), notes)
     _tuple_root(module)
     verify_module(module)
     name = c_identifier(config.name or model_stem(path))
-    return HloInput(module, _signature(module, config, name, str(path)))
+    return HloInput(module, _signature(module, config, name, str(path)), notes)
 
 
 def _read_text(path: Path) -> str:

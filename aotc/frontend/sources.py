@@ -58,13 +58,15 @@ def load_source(
             check_options(kind, options, path)
             config = load_model_config(path, config_path, options)
             _check_config(kind, config)
+            parse_notes: list[str] = []
             if kind is Format.HLO:
                 loaded = load_hlo(path, config)
                 graph, signature, module = None, loaded.signature, loaded.module
+                parse_notes = loaded.notes
             else:
                 graph, signature = _GRAPH_LOADERS[kind](path, config, options)
             check_feed_sizes(((f.name, f.dtype, f.shape) for f in signature.feeds), str(path))
-        notes = _name_notes(config, signature)
+        notes = parse_notes + _name_notes(config, signature)
         if graph is None:
             check_module_sizes(module, str(path))
         else:

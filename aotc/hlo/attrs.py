@@ -574,6 +574,9 @@ class FusionKind(Enum):
     LOOP = "kLoop"  # elementwise and data movement, one loop nest over the root
     INPUT = "kInput"  # rooted at a reduce, or rows of reduces (softmax, layer norm)
     OUTPUT = "kOutput"  # a dot or convolution with its elementwise epilogue
+    # XLA's custom fusions (a library call on its CPU backend): the computation says what it
+    # computes; aotc plans it like any other, or the call inliner inlines it.
+    CUSTOM = "kCustom"
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@
 The printer writes what modern XLA writes: no ``%`` sigils, no operand shapes, row-major
 layouts, attributes spelled and ordered as XLA spells and orders them. The parser reads that
 back, and also what XLA, JAX and TensorFlow dump: ``%`` sigils, operand shapes, tiled layouts,
-computation signatures, comments, and attributes aotc has no use for (``metadata``,
-``sharding``, ``backend_config``, ...), which it skips. Result shapes are taken from the text
-as written; checking them is the verifier's job.
+computation signatures, comments, stack-frame tables, names repeated across computations, and
+attributes aotc has no use for (``metadata``, ``sharding``, ``backend_config``, ...), which it
+skips with a note, or refuses where they would change the results (``interchange.py``).
+Result shapes are taken from the text as written; checking them is the verifier's job.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ import numpy as np
 
 from aotc.errors import HloError
 from aotc.hlo.attrs import PARAMETER_NUMBER
+from aotc.hlo.builder import NameUniquer
 from aotc.hlo.fusion_plan import plan_fusions
+from aotc.hlo.interchange import ForeignAttributes, bitcast_by_layout, parse_layout, unique_names
 from aotc.hlo.ir import Attrs, Computation, Instruction, Module, Opcode, parameter_number
 from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 
 T = TypeVar("T")
+_Layout = tuple[int, ...] | str | None
 
 #: With ``print_large_constants=False``, constants with more elements print as ``{...}``.
 ELIDE_ABOVE = 8
@@ -297,6 +301,8 @@ _ATTR_NAME = re.compile(r"[A-Za-z_][\w\-]*")
 _INT = re.compile(r"-?\d+")
 _ARRAY_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _LAYOUT = re.compile(r"\{[\d,\s]*(?::[^{}]*)?\}")
+_FRAME_TABLE = re.compile(r"(?:FileNames|FunctionNames|FileLocations|StackFrames)(?![\w.\-])")
+_FRAME_ROW = re.compile(r'\d+\s+(?:"(?:[^"\\]|\\.)*"|\{[^{}]*\})')
 _SHAPE_START = re.compile(r"\(|[a-z][a-z0-9]*\[")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _FOUND = re.compile(r"\S{1,24}")
@@ -382,9 +388,10 @@ class _PendingComputation:
     body: list[_PendingInstruction]
 
 
-def parse_module(text: str, source: str = "<hlo>") -> Module:
-    """Parse HLO text; errors are ``HloError`` naming ``source``, line and column."""
-    return _Parser(text, source).module()
+def parse_module(text: str, source: str = "<hlo>", notes: list[str] | None = None) -> Module:
+    """Parse HLO text; errors are ``HloError`` naming ``source``, line and column. What XLA
+    prints that aotc ignores, or renames, is said in ``notes`` (``interchange.py``)."""
+    return _Parser(text, source).module(notes if notes is not None else [])
 
 
 # Tuple shapes nest a few levels in practice; the parser and everything that walks a shape
@@ -396,23 +403,55 @@ class _Parser:
     def __init__(self, text: str, source: str) -> None:
         self.cur = _Cursor(text, source)
         self._tuple_depth = 0
+        self._layout: str | None = None  # of the last array shape read
+        self._layouts: dict[int, tuple[int, ...] | str | None] = {}  # bitcasts and operands
+        self._foreign = ForeignAttributes(source)
+        self._unknown: dict[str, list[int]] = {}  # opcode -> positions
 
     # ---- module and computations -------------------------------------------------------------
 
-    def module(self) -> Module:
+    def module(self, notes: list[str]) -> Module:
         name = self._header()
+        self._stack_frames()
         pending: list[_PendingComputation] = []
         while not self.cur.at_end():
             pending.append(self._computation())
         if not pending:
             raise self.cur.error("expected a computation, found end of input")
+        self._refuse_unknown_opcodes()
         comps = {p.name: self._build_computation(p) for p in self._unique(pending)}
         for p in pending:
             self._resolve_callees(p, comps)
         entry = comps[self._entry(pending).name]
         module = Module(name, entry, comps.values())
+        self._foreign.check()
+        names = NameUniquer()
+        renamed = unique_names(module, names)
+        self._bitcasts(module, names)
         plan_fusions(module)  # deterministic: a printed fusion parses back to its plan
+        notes += [n for n in [self._foreign.note()] if n]
+        if renamed:
+            notes.append(f"{self.cur.source}: renamed {renamed} instruction(s) whose names "
+                         "repeat in another computation")  # fmt: skip
         return module
+
+    def _stack_frames(self) -> None:
+        """Skip XLA's stack-frame index (``FileNames``, ``FileLocations``, ...: tables that
+        ``metadata={stack_frame_id=N}`` points into)."""
+        while self.cur.accept(_FRAME_TABLE):
+            while self.cur.accept(_FRAME_ROW):
+                pass
+
+    def _bitcasts(self, module: Module, names: NameUniquer) -> None:
+        for comp in module.computations:
+            for inst in list(comp.instructions):
+                if inst.opcode is Opcode.BITCAST and id(inst) in self._layouts:
+                    try:
+                        added = bitcast_by_layout(inst, self._layouts, names)
+                    except HloError as e:
+                        raise HloError(f"{self.cur.source}: {e}") from None
+                    at = comp.instructions.index(inst)
+                    comp.instructions[at:at] = added
 
     def _header(self) -> str:
         if not self.cur.accept(_HLO_MODULE):
@@ -502,7 +541,10 @@ class _Parser:
         name = self.cur.expect(_NAME, "an instruction name or '}'")
         self.cur.expect(_punct("="), "'='")
         shape = self.shape()
+        layout = self._layout if isinstance(shape, Shape) else None
         opcode = self._opcode()
+        if opcode is None:
+            return self._unknown_instruction(name, shape, is_root)
         self.cur.expect(_punct("("), "'('")
         head = _OPERAND_READERS.get(opcode, _Parser._operand_list)(self, shape)
         raw = self._attributes(head.attrs)
@@ -511,7 +553,17 @@ class _Parser:
         decoded: Attrs = None if kind is None else kind.from_text(attrs)
         callees = self._callee_names(opcode, attrs)
         inst = Instruction(name[1], opcode, shape, [], decoded, head.literal)
+        for key in attrs.unread(opcode):
+            self._foreign.add(inst, key, raw[key].text)
+        if isinstance(shape, Shape):
+            self._record_layout(inst, opcode, parse_layout(layout, shape.rank))
         return _PendingInstruction(inst, head.operands, callees, is_root, name.start())
+
+    def _record_layout(self, inst: Instruction, opcode: Opcode, layout: _Layout) -> None:
+        """Layouts matter to bitcasts only (``interchange.bitcast_by_layout``); any
+        instruction may be a bitcast's operand, so only row-major ones are not recorded."""
+        if layout is not None or opcode is Opcode.BITCAST:
+            self._layouts[id(inst)] = layout
 
     def _callee_names(self, opcode: Opcode, attrs: _InstructionAttrs) -> list[_Raw]:
         """The raw names of the called computations, from the list form if it is given."""
@@ -524,11 +576,33 @@ class _Parser:
         names = re.finditer(r"[^\s,{}]+", raw.text)
         return [_Raw(m[0], raw.pos + m.start()) for m in names]
 
-    def _opcode(self) -> Opcode:
+    def _opcode(self) -> Opcode | None:
+        """The opcode; None for one aotc lacks, recorded so one error can list them all."""
         match = self.cur.expect(_OPCODE, "an opcode")
         if match[0] not in _OPCODES:
-            raise self.cur.error(f"unknown opcode '{match[0]}'", match.start())
+            self._unknown.setdefault(match[0], []).append(match.start())
+            return None
         return _OPCODES[match[0]]
+
+    def _unknown_instruction(self, name: re.Match[str], shape: AnyShape, is_root: bool
+                             ) -> _PendingInstruction:  # fmt: skip
+        """Skip the operands and attributes of an instruction whose opcode aotc lacks."""
+        self.cur.expect(_punct("("), "'('")
+        self.cur.pos -= 1
+        self._raw_value()  # the balanced parentheses
+        self._attributes()
+        inst = Instruction(name[1], Opcode.TUPLE, shape)  # never built: module() refuses
+        return _PendingInstruction(inst, [], [], is_root, name.start())
+
+    def _refuse_unknown_opcodes(self) -> None:
+        if not self._unknown:
+            return
+        first = min(at[0] for at in self._unknown.values())
+        listing = ", ".join(
+            f"'{op}' ({len(at)}x, first at line {self.cur.text.count(chr(10), 0, at[0]) + 1})"
+            for op, at in sorted(self._unknown.items())
+        )
+        raise self.cur.error(f"unsupported opcode(s) {listing}", first)
 
     def _operand_list(self, shape: AnyShape) -> _Head:
         return _Head(operands=self._sequence(self._operand, ")"))
@@ -638,7 +712,8 @@ class _Parser:
                 match.start(),
             )
         dims = self._dims(match[2], match.start())
-        self.cur.accept(_LAYOUT)  # layouts are ignored: aotc assigns its own (row-major)
+        layout = self.cur.accept(_LAYOUT)  # aotc assigns its own (row-major); see _bitcasts
+        self._layout = layout[0] if layout else None
         return Shape(dtype, dims)
 
     def _dims(self, text: str, pos: int) -> tuple[int, ...]:
@@ -669,6 +744,7 @@ class _InstructionAttrs:
 
     def __init__(self, cur: _Cursor, raw: dict[str, _Raw], where: str, pos: int) -> None:
         self.cur, self._raw, self.where, self.pos = cur, raw, where, pos
+        self._read: set[str] = {PARAMETER_NUMBER}
 
     def has(self, key: str) -> bool:
         return key in self._raw
@@ -676,7 +752,13 @@ class _InstructionAttrs:
     def raw(self, key: str) -> _Raw:
         if key not in self._raw:
             raise self.cur.error(f"{self.where} needs a '{key}' attribute", self.pos)
+        self._read.add(key)
         return self._raw[key]
+
+    def unread(self, opcode: Opcode) -> list[str]:
+        """The keys neither the attribute class nor the callee names read."""
+        called = {*opcode.info.called, opcode.info.called_list}
+        return [k for k in self._raw if k not in self._read and k not in called]
 
     def need(self, key: str, decode: Callable[[str], T]) -> T:
         return _decode(self.cur, f"'{key}' value", self.raw(key), decode)
