@@ -15,9 +15,14 @@ import aotc
 from aotc.cli import main, parse_shape_option
 from aotc.config import parse_config
 from aotc.errors import ConfigError, GraphError
+from aotc.frontend.checkpoint import Checkpoint
 from aotc.frontend.formats import is_savedmodel
+from aotc.frontend.freeze import _checkpoint_keys
+from aotc.frontend.graphdef import Graph
+from aotc.frontend.inline import inline_functions
+from aotc.frontend.object_graph import captured_variable_keys
 from aotc.frontend.options import SourceOptions
-from aotc.frontend.savedmodel import load_savedmodel
+from aotc.frontend.savedmodel import VARIABLE_PREFIX, load_savedmodel, read_savedmodel
 from aotc.frontend.sources import load_source
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.evaluate import evaluate
@@ -74,6 +79,33 @@ def test_keras_model_matches_tensorflow() -> None:
     _, expected = _expected("keras")
     (got,) = _evaluate("keras", shapes={"features": (3, 8)})
     assert_close(got, expected[0])
+
+
+KERAS_3 = {"keras_conv": {"image": (2, 8, 8, 3)}, "keras_module": {}}
+
+
+@pytest.mark.parametrize("name", KERAS_3)
+def test_keras_3_savedmodels_compile_and_match_tensorflow(name: str) -> None:
+    """``model.export`` and ``tf.saved_model.save`` of a tf.Module holding a Keras 3 model:
+    the variables the signature reads are found through the object graph."""
+    args, expected = _expected(name)
+    (got,) = _evaluate(name, shapes=KERAS_3[name])
+    assert_close(got, expected[0])
+    fn = aotc.compile(SAVED / name, shapes=KERAS_3[name], cache=False)
+    assert_close(fn(args[0]), expected[0])
+
+
+def test_keras_3_handles_are_not_the_ones_the_restore_function_assigns() -> None:
+    """Why the object graph is needed: the restore ops assign other handles (Variable_N)."""
+    saved = read_savedmodel(SAVED / "keras_module")
+    graph = Graph(inline_functions(saved.meta_graphs[0].graph_def), "saved_model.pb")
+    restored = set(_checkpoint_keys(graph))
+    checkpoint = Checkpoint(SAVED / "keras_module" / VARIABLE_PREFIX)
+    captured = captured_variable_keys(saved.meta_graphs[0], checkpoint)
+    assert [n.rsplit("/", 1)[1] for n in sorted(captured)] == ["bias", "kernel"] * 2
+    assert not restored & set(captured)
+    assert all(k.endswith("/.ATTRIBUTES/VARIABLE_VALUE") and k in checkpoint.entries
+               for k in captured.values())  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_BYTES = 48
 BLOCK_TRAILER_BYTES = 5  # compression type + masked crc
 CRC_CHECK_LIMIT = 1 << 20
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _NO_COMPRESSION, _SNAPPY = 0, 1
 _CRC_MASK_DELTA = 0xA282EAD8
 
@@ -209,6 +210,35 @@ class Checkpoint:
         if len(data) < CRC_CHECK_LIMIT and masked_crc32c(data) != entry.crc32c:
             raise InputFileError(f"{where}: checksum mismatch; the checkpoint is corrupt")
         return _decode(data, dtype, shape, where)
+
+    def read_string(self, key: str) -> bytes:
+        """The scalar string stored under ``key`` (TensorFlow's bundle layout for strings:
+        each element's varint64 length, a masked CRC-32C of the lengths, then the bytes; the
+        entry's CRC covers the lengths as little-endian uint32, that checksum and the bytes)."""
+        entry = self._entry(key)
+        where = f"{self.prefix}: tensor '{key}'"
+        if entry.dtype != pb.DT_STRING or shape_from_proto(entry.shape, where):
+            raise InputFileError(f"{where} is not a scalar string")
+        data = self._bytes(entry, where)
+        length, pos = _varint(data, 0)
+        if pos + 4 + length != len(data):
+            raise InputFileError(f"{where}: a string of {length} bytes in {len(data)}")
+        checked = struct.pack("<I", length) + data[pos:]
+        if len(data) < CRC_CHECK_LIMIT and masked_crc32c(checked) != entry.crc32c:
+            raise InputFileError(f"{where}: checksum mismatch; the checkpoint is corrupt")
+        return data[pos + 4 :]
+
+    def object_graph(self) -> pb.TrackableObjectGraph | None:
+        """The objects the checkpoint was saved from (TF2's object-based checkpoints), whose
+        variables' attributes name their checkpoint keys; None for a name-based one."""
+        if OBJECT_GRAPH_KEY not in self.entries:
+            return None
+        graph = pb.TrackableObjectGraph()
+        try:
+            graph.ParseFromString(self.read_string(OBJECT_GRAPH_KEY))
+        except message.DecodeError:
+            raise InputFileError(f"{self.prefix}: {OBJECT_GRAPH_KEY} does not parse") from None
+        return graph
 
     def _entry(self, key: str) -> pb.BundleEntryProto:
         if key not in self.entries:

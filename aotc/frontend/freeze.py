@@ -4,13 +4,14 @@ Used for SavedModels (their ``variables/variables``) and for GraphDefs compiled 
 ``--checkpoint PREFIX`` (tfcompile's ``freeze_checkpoint``). Variables are matched to checkpoint
 keys the way TensorFlow restores them: the graph's restore ops run ``RestoreV2`` with a list of
 checkpoint keys and assign output ``i`` to one variable (``RestoreV2:i -> (Identity) ->
-AssignVariableOp(handle)``, ``Assign`` for TF1 variables); without restore ops, by the
-variable's ``shared_name`` or node name.
+AssignVariableOp(handle)``, ``Assign`` for TF1 variables); then, for a SavedModel, through its
+object graph (what TF2's loader uses: Keras 3 variables are restored only that way); else by
+the variable's ``shared_name`` or node name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +36,12 @@ def freeze_reads(
     feeds: Sequence[TensorRef],
     prefix: Path,
     keep: Collection[str] = (),
+    object_keys: Callable[[Checkpoint], Mapping[str, str]] | None = None,
 ) -> None:
     """Replace the variable reads the fetches need in ``proto`` (``graph``'s GraphDef, or a
-    copy) with constants from checkpoint ``prefix``; reads of the variables in ``keep`` stay."""
+    copy) with constants from checkpoint ``prefix``; reads of the variables in ``keep`` stay.
+    ``object_keys`` gives the keys TF2's object graph assigns to handles the restore ops do
+    not assign (``object_graph.py``)."""
     needed = {n.name for n in graph.prune(fetches, feeds)}
     reads = [
         i
@@ -46,8 +50,8 @@ def freeze_reads(
     ]
     if not reads:
         return
-    keys = _checkpoint_keys(graph)
     checkpoint = Checkpoint(prefix)
+    keys = {**(object_keys(checkpoint) if object_keys else {}), **_checkpoint_keys(graph)}
     for i in reads:
         node = proto.node[i]
         key = _key_for(graph, node, keys, checkpoint)

@@ -11,11 +11,14 @@ Variables are matched to checkpoint keys the way TensorFlow restores them: the g
 function (``saver_def.restore_op_name``) runs ``RestoreV2`` with a list of checkpoint keys and
 assigns output ``i`` to one variable handle. After inlining, that is a flat chain
 ``RestoreV2:i -> (Identity) -> AssignVariableOp(handle)`` (``Assign`` for TF1 variables).
+Handles that chain does not reach are found as TF2's loader finds them, through the object
+graph (``object_graph.py``): Keras 3 models' variables are restored only that way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from google.protobuf import message, text_format
@@ -26,6 +29,7 @@ from aotc.frontend.formats import is_savedmodel as is_savedmodel
 from aotc.frontend.freeze import freeze_reads
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.inline import functions_of, inline_functions
+from aotc.frontend.object_graph import captured_variable_keys
 from aotc.frontend.options import SourceOptions
 from aotc.frontend.signature import FetchSpec, Signature, TensorSpec
 from aotc.frontend.tensor import numpy_dtype, shape_from_proto
@@ -65,8 +69,9 @@ def load_savedmodel(
     fetches = _fetches(sig_def)
     graph = Graph(flat, pb_path, functions)
     freeze_reads(
-        graph, flat, [f.ref for f in fetches], [f.ref for f in feeds], root / VARIABLE_PREFIX
-    )
+        graph, flat, [f.ref for f in fetches], [f.ref for f in feeds], root / VARIABLE_PREFIX,
+        object_keys=partial(captured_variable_keys, meta),
+    )  # fmt: skip
     graph = Graph(flat, pb_path, functions)  # re-index: nodes were replaced
     sig = Signature(c_identifier(name or _default_name(root)), tuple(feeds), tuple(fetches))
     return SavedModel(graph, sig, meta)

@@ -12,6 +12,13 @@ For every fixture NAME it writes ``NAME/`` (a SavedModel directory as TensorFlow
   and ``dynamic`` (an unknown batch dimension; compile it with ``--shape x=2,4``).
 * ``keras``: a Keras 3 ``Sequential`` (Dense-ReLU-Dense-softmax) exported with
   ``model.export``; its input has an unknown batch dimension (``--shape`` needed).
+* ``keras_conv``: a Keras 3 functional model (Conv2D-ReLU-MaxPool-Flatten-Dense) exported with
+  ``model.export`` (``--shape image=2,8,8,3``).
+* ``keras_module``: a ``tf.Module`` holding that kind of Keras 3 model, saved with
+  ``tf.saved_model.save``: its variables' handles are restored only through the object graph
+  (the restore function assigns the ``tf.Variable``s inside the Keras variables).
+
+``python make_savedmodels.py NAME ...`` writes only those fixtures.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import shutil  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -83,6 +91,46 @@ def save_keras() -> None:
     _write_npz("keras", path, "serving_default", {"features": x})
 
 
+def _conv_model(seed: int):  # noqa: ANN202 (keras is imported with TensorFlow)
+    keras = tf.keras
+    keras.utils.set_random_seed(seed)
+    image = keras.Input((8, 8, 3), name="image")
+    h = keras.layers.Conv2D(4, 3, padding="same", activation="relu")(image)
+    h = keras.layers.Flatten()(keras.layers.MaxPooling2D()(h))
+    model = keras.Model(image, keras.layers.Dense(5, activation="tanh")(h))
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        if getattr(layer, "bias", None) is not None:  # Keras starts them at zero
+            layer.bias.assign(rng.standard_normal(layer.bias.shape).astype(np.float32))
+    return model
+
+
+def save_keras_conv() -> None:
+    path = _fresh("keras_conv")
+    _conv_model(21).export(str(path), verbose=False)
+    x = np.random.default_rng(22).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    _write_npz("keras_conv", path, "serving_default", {"image": x})
+
+
+class KerasHolder(tf.Module):
+    """A tf.Module whose function calls the Keras 3 model it holds."""
+
+    def __init__(self, model: object) -> None:
+        super().__init__()
+        self.model = model
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 8, 8, 3], tf.float32, name="x")])
+    def __call__(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+        return {"y": self.model(x)}
+
+
+def save_keras_module() -> None:
+    path = _fresh("keras_module")
+    tf.saved_model.save(KerasHolder(_conv_model(31)), str(path))
+    x = np.random.default_rng(32).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    _write_npz("keras_module", path, "serving_default", {"x": x})
+
+
 def _fresh(name: str) -> Path:
     path = OUT / name
     shutil.rmtree(path, ignore_errors=True)
@@ -99,6 +147,13 @@ def _write_npz(name: str, path: Path, signature: str, inputs: dict[str, np.ndarr
     print(name, {k: v.shape for k, v in arrays.items()}, "keys", sorted(outputs))
 
 
+FIXTURES = {
+    "module": save_module,
+    "keras": save_keras,
+    "keras_conv": save_keras_conv,
+    "keras_module": save_keras_module,
+}
+
 if __name__ == "__main__":
-    save_module()
-    save_keras()
+    for name in sys.argv[1:] or FIXTURES:
+        FIXTURES[name]()
