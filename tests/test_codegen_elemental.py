@@ -49,6 +49,15 @@ CASES = {
   s = f32[2,3,4] select(k, x, f)
   n = s32[2,3,4] convert(s)
   ROOT out = (s32[2,3,4]) tuple(n)""",
+    "bitcast_reinterprets_bits": """
+  x = f32[2,3,4] parameter(0)
+  v = f32[6] parameter(1)
+  i = s32[6,4] bitcast(x)
+  m = s32[] constant(2147483647)
+  ms = s32[6,4] broadcast(m), dimensions={}
+  flipped = s32[6,4] xor(i, ms)
+  back = f32[24] bitcast(flipped)
+  ROOT out = (f32[24]) tuple(back)""",
 }
 
 

@@ -369,7 +369,7 @@ ENTRY %entry (input: f32[1,25,7,7], p: (f32[2], s32[])) -> (f32[1,25,17,11], f32
   %pad = f32[1,25,17,11]{3,2,1,0} pad(f32[1,25,7,7]{3,2,1,0} %input, f32[] %constant), padding=0_0_0x0_0_0x2_2_1x2_2_0
   %scalar = f32[] slice(f32[] %constant), slice={}
   %window = f32[1,25,7,7]{3,2,1,0} reduce-window(f32[1,25,7,7]{3,2,1,0} %input, f32[] %constant), window={size=1x1x3x3 pad=0_0x0_0x1_1x1_1 rhs_reversal=0x0x0x0}, to_apply=%max
-  %compare = pred[2]{0} compare(f32[2]{0} %gte, f32[2]{0} %gte), direction=GE, type=FLOAT
+  %compare = pred[2]{0} compare(f32[2]{0} %gte, f32[2]{0} %gte), direction=GE, type=TOTALORDER
   %big = f32[3,2,1,1]{3,2,1,0} constant({ { /*i0=0*/ { /*i1=0*/ {-1} }, { /*i1=1*/ {4.1} } }, { /*i0=1*/ { /*i1=0*/ {2} }, { /*i1=1*/ {4.1} } }, { /*i0=2*/ { /*i1=0*/ {5} }, { /*i1=1*/ {4.4} } } })
   %preds = pred[2,3]{1,0} constant({ { 0, 1, 0 }, { 1, 0, 1 } })
   ROOT %tuple = (f32[1,25,17,11]{3,2,1,0}, f32[2]{0}, /*index=2*/f32[]) tuple(%pad, %gte, %scalar)

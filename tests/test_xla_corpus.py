@@ -31,7 +31,8 @@ def _lacking(text: str) -> set[str]:
 
 def test_the_corpus_is_large_enough() -> None:
     assert len(FILES) >= 12
-    assert sum(not _lacking(p.read_text()) for p in FILES) >= 10
+    supported = sum(not _lacking(p.read_text()) for p in FILES)
+    assert supported >= 10 and supported < len(FILES)  # both paths are exercised
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -103,11 +104,6 @@ def test_bitcasts_between_layouts_are_the_transposes_they_amount_to() -> None:
 
 
 MEANINGFUL = {
-    "total-order compare": (
-        "ENTRY e {\n  p = f32[2] parameter(0)\n"
-        "  ROOT c = pred[2] compare(p, p), direction=LT, type=TOTALORDER\n}",
-        "compare 'c': attribute 'type=TOTALORDER' changes what it computes",
-    ),
     "dot algorithm": (
         "ENTRY e {\n  p = f32[2,2] parameter(0)\n  ROOT d = f32[2,2] dot(p, p), "
         "lhs_contracting_dims={1}, rhs_contracting_dims={0}, algorithm=dot_bf16_bf16_f32\n}",

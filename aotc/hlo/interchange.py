@@ -19,7 +19,7 @@ from aotc.errors import HloError
 from aotc.hlo.attrs import Dimensions
 from aotc.hlo.builder import NameUniquer
 from aotc.hlo.ir import Instruction, Module, Opcode
-from aotc.hlo.shape import PrimitiveType, Shape
+from aotc.hlo.shape import Shape
 
 #: Attributes that never change what an instruction computes (on a CPU, in one process), and
 #: why, for the note.
@@ -41,23 +41,8 @@ IGNORED_ATTRIBUTES: dict[str, str] = {
     "schedule": "scheduling hints",
 }
 
-_SIGNED = {PrimitiveType.S8, PrimitiveType.S16, PrimitiveType.S32, PrimitiveType.S64}
-
-
-def _compare_type_is_the_default(inst: Instruction, value: str) -> bool:
-    """``type=`` of a compare: aotc compares floats as IEEE floats and integers by their
-    signedness, so only that type for the operands' element type means the same."""
-    operand = inst.operands[0].shape if inst.operands else None
-    if not isinstance(operand, Shape):
-        return False
-    dtype = operand.dtype
-    default = "FLOAT" if dtype.is_float else "SIGNED" if dtype in _SIGNED else "UNSIGNED"
-    return value == default
-
-
 #: Attributes whose meaning depends on their value: accepted where it is aotc's semantics.
 _VALUE_CHECKED: dict[str, Callable[[Instruction, str], bool]] = {
-    "type": _compare_type_is_the_default,
     "algorithm": lambda inst, value: value == "unset",
 }
 

@@ -21,6 +21,7 @@ from aotc.codegen.irtypes import (
     i64,
     linear_index,
     literal_element,
+    memory_type,
     row_major_strides,
     store_element,
 )
@@ -113,7 +114,28 @@ def _transpose(inst: Instruction, operands: Sequence[ElementGenerator]) -> Eleme
     return _remap(operands[0], lambda b, index: [index[i] for i in inverse])
 
 
-@_makes(Opcode.RESHAPE, Opcode.BITCAST)
+@_makes(Opcode.BITCAST)
+def _bitcast(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
+    """A reshape that may also reinterpret each element's bits as another type of its width
+    (XLA's CPU pipeline prints bitcast-convert so once layouts are assigned)."""
+    moved = _reshape(inst, operands)
+    source, target = inst.operands[0].array_shape.dtype, inst.array_shape.dtype
+    if source is target:
+        return moved
+
+    def reinterpret(b: ir.IRBuilder, index: Index) -> ir.Value:
+        value = moved(b, index)
+        if source is PrimitiveType.PRED:
+            value = b.zext(value, memory_type(source))
+        bits = b.bitcast(value, memory_type(target))
+        if target is PrimitiveType.PRED:
+            return b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0))
+        return bits
+
+    return reinterpret
+
+
+@_makes(Opcode.RESHAPE)
 def _reshape(inst: Instruction, operands: Sequence[ElementGenerator]) -> ElementGenerator:
     out_dims = inst.array_shape.dims
     in_dims = inst.operands[0].array_shape.dims

@@ -151,7 +151,8 @@ def _make(
     if inst.opcode is Opcode.BROADCAST:
         made = _broadcast(inst, operands[0], scalar, before_lane)
     elif inst.opcode in (Opcode.RESHAPE, Opcode.BITCAST, Opcode.TRANSPOSE):
-        made = _keeps_last(inst, operands[0])
+        same_type = inst.array_shape.dtype is inst.operands[0].array_shape.dtype
+        made = _keeps_last(inst, operands[0]) if same_type else None  # reinterpreted lanewise
     else:
         made = _elementwise(inst, operands)
     return made if made is not None else lanewise(scalar, before_lane)

@@ -116,6 +116,11 @@ def main() -> None:
     save("slicing", slicing, f32(5, 6))
     save("sort_argmax", sort_top, f32(3, 7))
     save("cumulative", cumulative, f32(6, 3))
+
+    def solve(a, b):  # LAPACK through custom-call: an opcode aotc lacks (checks the error)
+        return jnp.linalg.solve(a @ a.T + 4 * jnp.eye(4), b)
+
+    save("linalg_solve", solve, f32(4, 4), f32(4, 2))
     print("jax", jax.__version__)
 
 
