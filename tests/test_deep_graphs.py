@@ -429,7 +429,6 @@ def test_the_cli_needs_no_recursion_in_proportion_to_the_input(tmp_path: Path) -
     inputs = {  # name: (content, the value of its one feed x, or None: compile only)
         "chain.pb": (_chain_graph_def(2 * depth).SerializeToString(), X),
         "functions.pb": (_nested_functions(depth).SerializeToString(), X[:2]),
-        "tf1_loops.pb": (_tf1_nested_loops(depth).SerializeToString(), X),
         "collide.pb": (_collision_graph_def(depth).SerializeToString(), None),
         "chain.hlo": (_chain_hlo(2 * depth).encode(), X),
         "loops.hlo": (_nested_loops(depth).encode(), np.float32(0.5)),
