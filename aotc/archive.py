@@ -77,6 +77,7 @@ def _index(symbols: list[list[str]], bodies: list[bytes], names_size: int) -> by
     """
     count = sum(len(s) for s in symbols)
     strings = b"".join(name.encode() + b"\0" for names in symbols for name in names)
+    strings += b"\0" * (len(strings) & 1)  # GNU ar pads the names inside the index's size
     member, word = b"/", 4
     size = _HEADER.size + _padded(word * (count + 1) + len(strings))
     if len(MAGIC) + size + names_size + sum(len(b) for b in bodies) > SYM32_LIMIT:

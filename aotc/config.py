@@ -64,10 +64,12 @@ class Variable:
 
 @dataclass(frozen=True)
 class Target:
-    """What to generate code for; "host" means the machine running aotc."""
+    """What to generate code for; "host" means the machine running aotc, cpu "portable" (the
+    default) every cpu of the triple (on x86-64: kernels for several cpu levels, one picked at
+    run time)."""
 
     triple: str = "host"
-    cpu: str = "host"
+    cpu: str = "portable"
     features: str = ""
 
 

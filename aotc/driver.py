@@ -67,7 +67,8 @@ def compile_graph(
             progress.detail,
             source.config.cpp_class,
         )
-    return CompileResult(model, build_report(assignment, pipeline.timings, source.notes))
+    report = build_report(assignment, pipeline.timings, source.notes, model)
+    return CompileResult(model, report)
 
 
 def pipeline_options(

@@ -28,7 +28,7 @@ import numpy as np
 from aotc.abi import ALIGN
 from aotc.codegen.compile import CompiledModel
 from aotc.codegen.interface import TensorInfo
-from aotc.codegen.target import TargetSpec, create_target_machine, resolve_target
+from aotc.codegen.target import PORTABLE, TargetSpec, create_target_machine, resolve_target
 from aotc.errors import ArgumentError, CodegenError
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -143,7 +143,7 @@ def _check_host_target(model: CompiledModel) -> None:
 def _host_mismatch(host: TargetSpec, target: TargetSpec) -> str | None:
     if _triple_parts(target.triple) != _triple_parts(host.triple):
         return "another architecture, OS or ABI"
-    if target.cpu not in (host.cpu, "generic", "x86-64"):
+    if target.cpu not in (host.cpu, "generic", "x86-64", PORTABLE):
         return f"cpu '{target.cpu}' may imply features this machine lacks"
     host_features = {f for f in host.features.split(",") if f.startswith("+")}
     missing = sorted({f for f in target.features.split(",") if f.startswith("+")} - host_features)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aotc.codegen.buffers import BufferAssignment
+from aotc.codegen.compile import CompiledModel
 from aotc.codegen.program import (
     BranchEnd,
     BranchNext,
@@ -26,6 +27,7 @@ from aotc.codegen.program import (
     LoopStart,
     LoopTest,
 )
+from aotc.codegen.sizes import ObjectSizes
 from aotc.errors import OutputError
 from aotc.hlo.ir import (
     ELEMENTWISE,
@@ -77,13 +79,16 @@ class PassTime:
 @dataclass
 class CompileReport:
     """What the compiler produced: kernels (those of loop bodies and branches too, in program
-    order), loops, memory, and the time each pass took."""
+    order), loops, memory, the object's sizes and cpu levels, and the time each pass took."""
 
     kernels: list[KernelReport]
     temp_bytes: int
     peak_live_bytes: int  # lower bound on temp_bytes for the chosen schedule
     constant_bytes: int
     result_copies: int
+    text_bytes: int = 0  # the object's code
+    rodata_bytes: int = 0  # its read-only data: constants, packed weights, tables
+    cpu_levels: list[int] = field(default_factory=list)  # what <name>_cpu_level() may return
     loops: list[LoopReport] = field(default_factory=list)
     passes: list[PassTime] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the front end dropped, and why
@@ -110,6 +115,8 @@ class CompileReport:
             f"kernels: {len(self.kernels)} ({fused} fused)",
             f"temp bytes: {self.temp_bytes} (peak-live bound {self.peak_live_bytes}, x{ratio:.2f})",
             f"constant bytes: {self.constant_bytes}",
+            f"object: .text {self.text_bytes} bytes, .rodata {self.rodata_bytes} bytes, "
+            f"cpu levels {', '.join(map(str, self.cpu_levels))}",
         ]
         lines += [_loop_line(loop) for loop in self.loops]
         if self.passes:
@@ -140,9 +147,12 @@ def build_report(
     assignment: BufferAssignment,
     timings: Iterable[PassTiming] = (),
     notes: Iterable[str] = (),
+    model: CompiledModel | None = None,
 ) -> CompileReport:
     """The report of a module compiled with ``assignment`` after passes that took ``timings``;
-    ``notes`` say what the front end dropped, and why."""
+    ``notes`` say what the front end dropped, and why; ``model`` gives the object's sizes and
+    cpu levels."""
+    sizes = model.sizes if model else ObjectSizes(0, 0)
     kernels = [_kernel(k, id(k) in assignment.in_place) for k in assignment.kernels]
     return CompileReport(
         kernels=kernels,
@@ -150,6 +160,9 @@ def build_report(
         peak_live_bytes=assignment.peak_live_bytes,
         constant_bytes=sum(c.array_shape.byte_size for c in assignment.constants),
         result_copies=len(assignment.copies),
+        text_bytes=sizes.text,
+        rodata_bytes=sizes.rodata,
+        cpu_levels=[level.number for level in model.levels] if model else [],
         passes=[PassTime(t.name, t.seconds, t.changed) for t in timings],
         notes=list(notes),
         loops=loop_reports(assignment),

@@ -83,10 +83,13 @@ def _driver_source(name: str) -> str:
     return DRIVER.replace("@NAME@", name).replace("@name@", name).replace("@UPPER@", name.upper())
 
 
-def compile_model(aotc: str, graph: Path, config: Path, name: str, work: Path) -> float:
+def compile_model(
+    aotc: str, graph: Path, config: Path, name: str, work: Path, extra: list[str] | None = None
+) -> float:
     """Runs ``aotc compile`` (no cache) into ``work/name.{o,h}``; returns the seconds it took."""
     work.mkdir(parents=True, exist_ok=True)
     cmd = [aotc, "compile", "-q", str(graph), "-c", str(config), "-o", str(work / name)]
+    cmd += extra or []
     start = time.perf_counter()
     done = subprocess.run([*cmd, "--no-cache"], capture_output=True, text=True, timeout=1800)
     if done.returncode:

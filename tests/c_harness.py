@@ -104,6 +104,11 @@ LIBM_SYMBOLS = frozenset(
 )
 
 
+def entry_points(name: str) -> set[str]:
+    """The symbols every model object exports, and no others."""
+    return {f"{name}_run", f"{name}_run_buffers", f"{name}_cpu_level"}
+
+
 def exported_and_undefined_symbols(object_bytes: bytes) -> tuple[set[str], set[str]]:
     """(global symbols the object defines, symbols it leaves undefined), from ``nm``.
 
@@ -140,6 +145,17 @@ def run_compiled(
     AddressSanitizer and UBSan (any report makes the program exit non-zero: an AssertionError).
     ``toolchain`` builds and runs the program for the model's target (default: this machine).
     """
+    typed, buffers, _ = run_compiled_level(model, inputs, extra_cflags, toolchain)
+    return typed, buffers
+
+
+def run_compiled_level(
+    model: CompiledModel,
+    inputs: Sequence[np.ndarray],
+    extra_cflags: Sequence[str] = (),
+    toolchain: Toolchain = HOST,
+) -> tuple[list[np.ndarray], list[np.ndarray], int]:
+    """``run_compiled``, and what ``<name>_cpu_level()`` returned after the calls."""
     assert len(inputs) == len(model.args), f"{model.name} takes {len(model.args)} arguments"
     arrays = [_as_argument(x, info.shape) for x, info in zip(inputs, model.args, strict=True)]
     _, undefined = exported_and_undefined_symbols(model.object_bytes)
@@ -152,7 +168,8 @@ def run_compiled(
         for i, array in enumerate(arrays):
             (work / f"arg{i}.bin").write_bytes(array.tobytes())
         _compile_and_run(work, model.name, [*libs, *extra_cflags], toolchain)
-        return _read_results(work, model, "typed"), _read_results(work, model, "buffers")
+        level = int((work / "cpu_level.txt").read_text())
+        return _read_results(work, model, "typed"), _read_results(work, model, "buffers"), level
 
 
 def run_calls(
@@ -465,6 +482,9 @@ int main(int argc, char **argv) {
 ${checks}
   call(argv[1], 1, 0);
   call(argv[1], 0, 1);
+  char level[16];
+  snprintf(level, sizeof level, "%d", ${name}_cpu_level());
+  write_file(argv[1], "cpu_level.txt", level, strlen(level));
   return 0;
 }
 """)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import llvmlite.binding as llvm
 import pytest
 from c_harness import HOST, Toolchain
 
@@ -26,6 +27,7 @@ class CrossTarget:
     target: TargetOverrides
     toolchains: dict[str, Toolchain]
     packages: tuple[str, ...]  # the Debian packages that provide the tools
+    levels: dict[str, int] = field(default_factory=dict)  # <name>_cpu_level() by toolchain
 
 
 def _linux(triple: str, gcc: str, qemu: str, package: str) -> CrossTarget:
@@ -34,9 +36,20 @@ def _linux(triple: str, gcc: str, qemu: str, package: str) -> CrossTarget:
     )
 
 
-# x86-64 at the psABI baseline (cpu x86-64: SSE2) runs natively and as two older cpus, one
-# without AVX (Nehalem) and one with AVX2 but no AVX-512 (Haswell): qemu faults on any newer
-# instruction, as a real cpu would.
+def host_cpu_level() -> int:
+    """The x86-64 level a portable object picks on this machine (LLVM reads the same cpuid and
+    XCR0 bits), or 0 elsewhere."""
+    if llvm.get_triple_parts(llvm.get_process_triple()).Arch != "x86_64":
+        return 0
+    features = set(llvm.get_host_cpu_features().flatten().split(","))
+    v3 = {f"+{f}" for f in ("avx2", "fma", "bmi", "bmi2", "f16c", "lzcnt", "movbe")}
+    v4 = {f"+avx512{f}" for f in ("f", "bw", "cd", "dq", "vl")}
+    return 4 if v3 | v4 <= features else 3 if v3 <= features else 1
+
+
+# x86-64 by default (no cpu: portable, dispatching among cpu levels) runs natively and as two
+# older cpus, one without AVX (Nehalem: level 1) and one with AVX2 but no AVX-512 (Haswell:
+# level 3): qemu faults on any newer instruction, as a real cpu would.
 CROSS_TARGETS: dict[str, CrossTarget] = {
     "aarch64": _linux(
         "aarch64-unknown-linux-gnu",
@@ -57,13 +70,14 @@ CROSS_TARGETS: dict[str, CrossTarget] = {
         "gcc-riscv64-linux-gnu",
     ),
     "x86-64": CrossTarget(
-        TargetOverrides(triple="x86_64-unknown-linux-gnu", cpu="x86-64"),
+        TargetOverrides(triple="x86_64-unknown-linux-gnu"),
         {
             "native": HOST,
             "qemu Nehalem": Toolchain(HOST.cc, ("qemu-x86_64", "-cpu", "Nehalem")),
             "qemu Haswell": Toolchain(HOST.cc, ("qemu-x86_64", "-cpu", "Haswell")),
         },
         (),
+        {"native": host_cpu_level(), "qemu Nehalem": 1, "qemu Haswell": 3},
     ),
 }
 

@@ -7,11 +7,17 @@ from pathlib import Path
 
 import numpy as np
 
+from aotc.driver import TargetOverrides
+
 TF_DATA = Path(__file__).parent / "data" / "tf"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp"
 CONFIGS = Path(__file__).parent.parent / "configs"
 CONTROL_FLOW_DATA = Path(__file__).parent / "data" / "control_flow"
 HLO_DATA = Path(__file__).parent / "data" / "hlo"
+#: The target of tests that check numbers, not portability: this machine's cpu, one level (the
+#: default, portable x86-64 object compiles its kernels once per cpu level; test_cross runs
+#: every level).
+HOST_CPU = TargetOverrides(cpu="host")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import pytest
 from c_harness import run_compiled
 from fixtures import (
     CONTROL_FLOW_DATA,
+    HOST_CPU,
     assert_close,
     fixture_names,
     load_fixture,
@@ -88,7 +89,7 @@ def _pending(name: str) -> pytest.MarkDecorator:
 
 
 def _check(name: str, graph: Path, config: Path | None, args: list, expected: list) -> None:
-    model = compile_graph(graph, config).model
+    model = compile_graph(graph, config, HOST_CPU).model
     typed, buffers = run_compiled(model, args)
     assert len(typed) == len(expected)
     for i, (got, again, want) in enumerate(zip(typed, buffers, expected, strict=True)):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from c_harness import LIBM_SYMBOLS, exported_and_undefined_symbols, run_compiled
-from fixtures import assert_close, fixture_names, load_fixture
+from c_harness import LIBM_SYMBOLS, entry_points, exported_and_undefined_symbols, run_compiled
+from fixtures import HOST_CPU, assert_close, fixture_names, load_fixture
 
 from aotc.driver import compile_graph
 
@@ -15,9 +15,9 @@ F32_ONLY = ["activations", "binary", "matmul", "mlp_b1", "mlp_b8", "plumbing", "
 @pytest.mark.parametrize("name", fixture_names())
 def test_compiled_fixture_matches_tensorflow(name: str) -> None:
     fx = load_fixture(name)
-    model = compile_graph(fx.graph, fx.config).model
+    model = compile_graph(fx.graph, fx.config, HOST_CPU).model
     defined, undefined = exported_and_undefined_symbols(model.object_bytes)
-    assert defined == {f"{name}_run", f"{name}_run_buffers"}
+    assert defined == entry_points(name)
     assert undefined <= LIBM_SYMBOLS, f"{name} calls {undefined - LIBM_SYMBOLS} (only libm may be)"
     if name in F32_ONLY:
         assert not undefined & LIBM_SYMBOLS, f"{name} calls libm: {undefined & LIBM_SYMBOLS}"

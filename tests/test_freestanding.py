@@ -1,22 +1,33 @@
 """Objects that need no C library: linked with ``-nostdlib -ffreestanding``, and run bare metal.
 
-An f32 model object leaves no symbol undefined (``nm``). Linked into a program with no C
-library and no start files (``c_harness.run_freestanding``) it runs as a static x86-64 Linux
-program that talks to the kernel through raw system calls, and as a bare-metal program on an
-emulated Cortex-M4 board with FPU (QEMU's ``mps2-an386``: code at 0, RAM at 0x20000000),
-printing through semihosting; both outputs must match TensorFlow's.
+An f32 model object leaves no symbol undefined (``nm``), the portable x86-64 one with its cpu
+dispatch too; the code and constant sizes its header states are binutils' (``size -A``).
+Linked into a program with no C library and no start files (``c_harness.run_freestanding``)
+it runs as a static x86-64 Linux program that talks to the kernel through raw system calls,
+and as a bare-metal program on an emulated Cortex-M4 board with FPU (QEMU's ``mps2-an386``:
+code at 0, RAM at 0x20000000), printing through semihosting; both outputs must match TensorFlow's.
 """
 
 from __future__ import annotations
 
 import platform
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
-from c_harness import CC, Freestanding, exported_and_undefined_symbols, run_freestanding
+from c_harness import (
+    CC,
+    Freestanding,
+    entry_points,
+    exported_and_undefined_symbols,
+    run_freestanding,
+)
 from cross_testing import require
 from fixtures import Fixture, assert_close, load_example, load_fixture
 
 from aotc.codegen import CompiledModel
+from aotc.codegen.sizes import ObjectSizes
 from aotc.driver import TargetOverrides, compile_graph
 
 # GCC may turn loops into memset/memcpy/strlen calls even when freestanding: keep them loops.
@@ -132,24 +143,49 @@ def _compile(name: str, target: TargetOverrides) -> tuple[Fixture, CompiledModel
     fx = load_example() if name == "mlp" else load_fixture(name)
     model = compile_graph(fx.graph, fx.config, target).model
     defined, undefined = exported_and_undefined_symbols(model.object_bytes)
-    assert defined == {f"{fx.name}_run", f"{fx.name}_run_buffers"}
+    assert defined == entry_points(fx.name)
     assert not undefined, f"{name} for {model.target.triple} needs {sorted(undefined)}"
     return fx, model
+
+
+def _section_sizes(size_tool: str, model: CompiledModel) -> ObjectSizes:
+    """Code and read-only data bytes of the model's object, as binutils' ``size -A`` lists
+    its sections, for the header and report to agree with."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "model.o")
+        path.write_bytes(model.object_bytes)
+        listing = subprocess.run([size_tool, "-A", str(path)], capture_output=True, text=True)
+    sections = [line.split() for line in listing.stdout.splitlines()[2:]]
+    sizes = {fields[0]: int(fields[1]) for fields in sections if len(fields) == 3}
+    text = sum(n for name, n in sizes.items() if name.startswith(".text"))
+    return ObjectSizes(text, sum(n for name, n in sizes.items() if name.startswith(".rodata")))
 
 
 @pytest.mark.parametrize("name", ["mlp", "model_lenet", "model_transformer"])
 def test_f32_model_links_with_nostdlib_and_runs(name: str) -> None:
     if platform.machine() != "x86_64" or platform.system() != "Linux":
         pytest.skip("the freestanding start-up code is x86-64 Linux's")
-    fx, model = _compile(name, TargetOverrides(triple="x86_64-unknown-linux-gnu", cpu="x86-64"))
+    fx, model = _compile(name, TargetOverrides(triple="x86_64-unknown-linux-gnu"))
+    assert len(model.levels) > 1, "the default x86-64 object dispatches among cpu levels"
+    assert model.sizes == _section_sizes("size", model)
     results = run_freestanding(model, fx.args, LINUX_X86_64)
     for i, (got, want) in enumerate(zip(results, fx.results, strict=True)):
         assert_close(got, want, what=f"{name} result{i}")
 
 
+@pytest.mark.parametrize("triple", ["i686-unknown-linux-gnu", "armv7-unknown-linux-gnueabihf"])
+def test_32_bit_index_arithmetic_needs_no_libgcc(triple: str) -> None:
+    # LeNet's reshapes divide element numbers: 64-bit divisions would call __udivdi3 there
+    _compile("model_lenet", TargetOverrides(triple=triple))
+
+
 def test_mlp_runs_bare_metal_on_a_cortex_m4() -> None:
-    require(["arm-none-eabi-gcc", "qemu-system-arm"], ("gcc-arm-none-eabi", "qemu-system-arm"))
+    tools = ["arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-arm"]
+    require(tools, ("gcc-arm-none-eabi", "binutils-arm-none-eabi", "qemu-system-arm"))
     fx, model = _compile("mlp", TargetOverrides(triple="thumbv7em-none-eabihf"))
     assert model.target.cpu == "cortex-m4"
+    sizes = _section_sizes("arm-none-eabi-size", model)
+    assert model.sizes == sizes
+    assert f"Size: .text {sizes.text} bytes (code), .rodata {sizes.rodata} bytes" in model.header
     (got,) = run_freestanding(model, fx.args, CORTEX_M4)
     assert_close(got, fx.results[0], what="mlp on a Cortex-M4")

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from aotc.codegen import TargetSpec, TensorInfo
-from aotc.codegen.header import parameter_names, render_header
+from aotc.codegen.dispatch import X86_64_LEVELS, CpuLevel
+from aotc.codegen.header import Built, parameter_names, render_header
+from aotc.codegen.sizes import ObjectSizes
+from aotc.codegen.vector import AVX512
 from aotc.hlo.shape import PrimitiveType, Shape
 
 GOLDEN = Path(__file__).parent / "golden" / "demo_model.h"
@@ -32,8 +35,16 @@ RESULTS = [
 TARGET = TargetSpec("x86_64-unknown-linux-gnu", "skylake-avx512", "+avx2,-prefer-256-bit")
 
 
-def header() -> str:
-    return render_header("demo_model", ARGS, RESULTS, 4096, TARGET)
+PORTABLE = Built(
+    TargetSpec("x86_64-unknown-linux-gnu", "portable"), X86_64_LEVELS, ObjectSizes(9, 7)
+)
+
+
+ONE_CPU = Built(TARGET, (CpuLevel(0, AVX512, ""),), ObjectSizes(1234, 56))
+
+
+def header(built: Built = ONE_CPU) -> str:
+    return render_header("demo_model", ARGS, RESULTS, 4096, built)
 
 
 def test_header_matches_golden_file() -> None:
@@ -47,6 +58,19 @@ def test_header_is_reproducible_and_has_no_paths() -> None:
     text = header()
     assert text == header()
     assert "/work" not in text and "/tmp" not in text
+
+
+def test_header_states_the_target_its_cpu_levels_and_sizes() -> None:
+    words = " ".join(header(PORTABLE).replace("\n * ", " ").replace("\n   ", " ").split())
+    assert "cpu portable" in words
+    levels = "1 (x86-64: SSE2), 3 (x86-64-v3: AVX2, FMA) and 4 (x86-64-v4: AVX-512)"
+    assert f"carries kernels for the cpu levels {levels}" in words
+    assert "Size: .text 9 bytes (code), .rodata 7 bytes (constants)." in words
+    assert "int demo_model_cpu_level(void);" in words
+    assert "its one global is the cpu level" in words
+    single = header()
+    assert "Size: .text 1234 bytes (code), .rodata 56 bytes (constants)." in single
+    assert "cpu level" not in single.split("int demo_model_cpu_level")[0].split("*/", 1)[0]
 
 
 def test_parameter_names_are_distinct_c_identifiers() -> None:

@@ -19,7 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from c_harness import CC, SANITIZE_CFLAGS, run_compiled
-from fixtures import CONTROL_FLOW_DATA, Fixture, assert_close, fixture_names, load_fixture
+from fixtures import (
+    CONTROL_FLOW_DATA,
+    HOST_CPU,
+    Fixture,
+    assert_close,
+    fixture_names,
+    load_fixture,
+)
 
 from aotc.codegen.compile import CompiledModel
 from aotc.driver import compile_graph
@@ -51,7 +58,8 @@ def check(fixture: Fixture, results: list[np.ndarray]) -> None:
 )
 def test_fixture_is_memory_safe(fixture: Fixture) -> None:
     # One test per fixture so that each model compiles once (compiling dominates the time).
-    model = compile_graph(fixture.graph, fixture.config).model  # one that stops compiling fails
+    # one that stops compiling fails
+    model = compile_graph(fixture.graph, fixture.config, HOST_CPU).model
     typed, buffers = run_compiled(model, fixture.args, extra_cflags=SANITIZE_CFLAGS)
     check(fixture, typed)
     check(fixture, buffers)

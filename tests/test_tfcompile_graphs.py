@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from c_harness import run_calls
 from click.testing import CliRunner
-from fixtures import assert_close
+from fixtures import HOST_CPU, assert_close
 
 from aotc.cache import cache_key
 from aotc.cli import main
@@ -56,13 +56,13 @@ def check_against_tensorflow(name: str, model: CompiledModel) -> None:
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in CHECKPOINTED])
 def test_graph_compiled_with_its_config_matches_tensorflow(name: str) -> None:
-    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt").model
+    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt", HOST_CPU).model
     check_against_tensorflow(name, model)
 
 
 @pytest.mark.parametrize("name", CHECKPOINTED)
 def test_frozen_checkpoint_graph_matches_tensorflow(name: str) -> None:
-    model = compile_graph(DATA / f"{name}_frozen.pb", DATA / f"{name}.config.pbtxt").model
+    model = compile_graph(DATA / f"{name}_frozen.pb", DATA / f"{name}.config.pbtxt", HOST_CPU).model
     check_against_tensorflow(name, model)
 
 
@@ -70,7 +70,9 @@ def test_frozen_checkpoint_graph_matches_tensorflow(name: str) -> None:
 def test_checkpoint_graph_with_its_checkpoint_matches_tensorflow(name: str) -> None:
     # tf_library(freeze_checkpoint=...): y_saved = 42 comes from the V2 checkpoint.
     options = SourceOptions(checkpoint=str(DATA / f"{name}.ckpt"))
-    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt", options=options).model
+    model = compile_graph(
+        DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt", HOST_CPU, options
+    ).model
     check_against_tensorflow(name, model)
 
 
@@ -80,7 +82,7 @@ def test_declared_variable_stays_an_argument_with_a_checkpoint(tmp_path: Path) -
     config.write_text("feeds: [{name: x_hold, shape: [1]}]\nfetches: [x_y_sum]\n"
                       "variables: [{name: y_saved, readonly: true}]\n")  # fmt: skip
     options = SourceOptions(checkpoint=str(DATA / f"{name}.ckpt"))
-    model = compile_graph(DATA / f"{name}.pb", config, options=options).model
+    model = compile_graph(DATA / f"{name}.pb", config, HOST_CPU, options).model
     assert [a.name for a in model.args] == ["x_hold", "y_saved"]
     ((result,), _) = run_calls(model, [np.array([1], np.int32), np.array([5], np.int32)], 1)[0]
     assert result.tolist() == [6]
@@ -143,7 +145,7 @@ def test_the_tests_cover_tfcompiles_graphs() -> None:
 def test_variable_state_carries_over_calls() -> None:
     # tfcompile_test.cc's Variable test: x = 23 -> results [23, 65], then [65, 107].
     name = "test_graph_tfvariable"
-    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt").model
+    model = compile_graph(DATA / f"{name}.pb", DATA / f"{name}.config.pbtxt", HOST_CPU).model
     runs = run_calls(model, [np.array([23], np.float32)], 2)
     assert [r[0].ravel().tolist() for r, _ in runs] == [[23, 65], [65, 107]]
     assert [v[0].tolist() for _, v in runs] == [[65], [107]]

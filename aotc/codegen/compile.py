@@ -11,11 +11,18 @@ from dataclasses import dataclass
 
 from aotc.codegen.buffers import BufferAssignment
 from aotc.codegen.cpp_class import render_cpp_class
+from aotc.codegen.dispatch import CpuLevel, cpu_levels
 from aotc.codegen.emitter import emit_module_assigned
-from aotc.codegen.header import render_header
+from aotc.codegen.header import Built, render_header
 from aotc.codegen.interface import TensorInfo
-from aotc.codegen.target import TargetSpec, create_target_machine, emit_object, optimize
-from aotc.codegen.vector import vector_info
+from aotc.codegen.sizes import ObjectSizes, object_sizes
+from aotc.codegen.target import (
+    TargetSpec,
+    create_target_machine,
+    emit_object,
+    optimize,
+    require_asm_parser,
+)
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Module, Opcode, parameter_number
 
@@ -63,6 +70,16 @@ class CompiledModel:
     target: TargetSpec
     cpp_header: str = ""
 
+    @property
+    def levels(self) -> tuple[CpuLevel, ...]:
+        """The cpu levels the object carries (one, number 0, unless it dispatches)."""
+        return cpu_levels(self.target)
+
+    @property
+    def sizes(self) -> ObjectSizes:
+        """The object's code and read-only data bytes."""
+        return object_sizes(self.object_bytes)
+
 
 def compile_module(
     module: Module,
@@ -100,8 +117,11 @@ def compile_module_assigned(
     updated = [i for i, a in enumerate(args) if a.updated]
     _check_signature(module, args, results, updated)
     tm, resolved = create_target_machine(target)
+    levels = cpu_levels(resolved)
+    if len(levels) > 1:
+        require_asm_parser(resolved, "a portable x86-64 object (its cpuid)")
     llvm_module, assignment = emit_module_assigned(
-        module, name, vector_info(resolved), updated, lambda k, n: say(f"kernels {k}/{n}")
+        module, name, levels, updated, lambda k, n: say(f"kernels {k}/{n}")
     )
     temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
@@ -110,10 +130,12 @@ def compile_module_assigned(
     optimized = optimize(str(llvm_module), tm)
     del llvm_module  # the Python IR (and its text) is no longer needed
     say("object code")
+    object_bytes = emit_object(optimized, tm)
+    built = Built(resolved, levels, object_sizes(object_bytes))
     model = CompiledModel(
         name=name,
-        object_bytes=emit_object(optimized, tm),
-        header=render_header(name, args, results, temp_bytes, resolved),
+        object_bytes=object_bytes,
+        header=render_header(name, args, results, temp_bytes, built),
         llvm_ir=lambda: str(optimized),
         temp_bytes=temp_bytes,
         args=list(args),

@@ -1,19 +1,26 @@
-"""Emit the LLVM module of an HLO module: kernels, constants and the two entry points.
+"""Emit the LLVM module of an HLO module: kernels, constants and the three entry points.
 
 * ``int <name>_run_buffers(const void *const *args, void *const *results, void *temp)``
   runs every kernel in order, then the result copies, and returns 0.
 * ``int <name>_run(const T0 *arg0, ..., T *result0, ..., void *temp)`` packs its pointers
   into arrays and calls ``<name>_run_buffers``.
+* ``int <name>_cpu_level(void)``: the cpu level the program runs at (``dispatch.py``).
 
 Each kernel is an internal function taking its output and operand buffers as ``noalias``
-pointers (the vectorizer needs no runtime alias checks); the optimizer inlines them. Constants
-are private read-only ``i8`` arrays aligned to 64 bytes (weights that only GEMMs read, packed
-at compile time, have no global of their own). The two entry points are the only
+pointers (the vectorizer needs no runtime alias checks); kernels stay calls (``noinline``).
+Constants are private read-only ``i8`` arrays aligned to 64 bytes (weights that only GEMMs
+read, packed at compile time, have no global of their own). The entry points are the only
 symbols with external linkage.
+
+An object with several cpu levels has one program per level (``<name>_run_buffers.<cpu>``,
+its kernels' names prefixed with the cpu), which ``<name>_run_buffers`` dispatches among;
+kernels touching at most ``_ONCE_BYTES`` are emitted once, at the lowest level, and called by
+every program.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -30,6 +37,7 @@ from aotc.codegen.buffers import (
     assign_buffers,
 )
 from aotc.codegen.control_flow import ControlFlow
+from aotc.codegen.dispatch import CpuLevel, emit_cpu_level, emit_dispatch
 from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64, load_element, readonly_global
 from aotc.codegen.kernels import kernel_emitter, kernel_packed_operands, kernel_scratch_bytes
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
@@ -49,16 +57,18 @@ from aotc.codegen.program import (
     Stage,
     Step,
 )
-from aotc.codegen.vector import GENERIC, VectorInfo, allow_wide_vectors
+from aotc.codegen.vector import GENERIC, VectorInfo, mark_function
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, Module, Opcode
+from aotc.hlo.memory import byte_size
 
 KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value]], None]
 
 
 @dataclass
 class _Entry:
-    """The ``run_buffers`` function being built and the buffer pointers it has loaded."""
+    """The ``run_buffers`` function being built (one per cpu level) and the buffer pointers it
+    has loaded."""
 
     module: ir.Module
     builder: ir.IRBuilder
@@ -70,76 +80,113 @@ class _Entry:
     pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
     flow: ControlFlow | None = None  # the loops and conditionals being emitted
     written_back: dict[int, int] = field(default_factory=dict)  # root element -> argument
+    # In an object with several levels: kernels emitted once for all levels (by name), the
+    # lowest level's vector shape (theirs) and the prefix of this level's function names.
+    once: dict[str, ir.Function] | None = None
+    baseline: VectorInfo = GENERIC
+    prefix: str = ""
 
 
 def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tuple[ir.Module, int]:
     """The LLVM module for ``module`` and the temp buffer size it needs, in bytes."""
-    llvm_module, assignment = emit_module_assigned(module, name, vector)
+    level = CpuLevel(0, vector, "")
+    llvm_module, assignment = emit_module_assigned(module, name, (level,))
     return llvm_module, assignment.temp_bytes
 
 
 def emit_module_assigned(
     module: Module,
     name: str,
-    vector: VectorInfo = GENERIC,
+    levels: Sequence[CpuLevel] = (CpuLevel(0, GENERIC, ""),),
     updated: Sequence[int] = (),
     on_kernel: Callable[[int, int], None] | None = None,
 ) -> tuple[ir.Module, BufferAssignment]:
     """The LLVM module for ``module`` and the buffer assignment it was emitted with.
 
-    ``vector`` is the target's SIMD shape: kernels tile for it and size their scratch by it.
-    The last ``len(updated)`` root elements are written back to those arguments, after every
-    kernel has run (kernels may still read the old value). ``on_kernel(done, total)`` is called
-    after each kernel is emitted (progress for large models).
+    Each of ``levels`` gets the whole program, its kernels tiled for the level's SIMD shape;
+    with more than one, ``<name>_run_buffers`` dispatches among them (``dispatch.py``). All
+    levels share one buffer assignment, its scratch the largest any level needs. The last
+    ``len(updated)`` root elements are written back to those arguments, after every kernel has
+    run (kernels may still read the old value). ``on_kernel(done, total)`` is called after
+    each kernel is emitted (progress for large models).
     """
+    levels = tuple(levels)
+    vectors = [level.vector for level in levels]
     num_results = len(module.entry.root.operands) - len(updated)
     written_back = {num_results + k: arg for k, arg in enumerate(updated)}
     assignment = assign_buffers(
         module.entry,
-        scratch_size=lambda inst: kernel_scratch_bytes(inst, vector),
+        scratch_size=lambda inst: max(kernel_scratch_bytes(inst, v) for v in vectors),
         late=frozenset(written_back),
     )
     llvm_module = ir.Module(name=name)
-    run_buffers = _emit_run_buffers(llvm_module, name, assignment, vector, written_back, on_kernel)
+    constants = _constant_globals(llvm_module, assignment, vectors)
+    emit_cpu_level(llvm_module, name, levels)
+    once: dict[str, ir.Function] | None = {} if len(levels) > 1 else None
+    done, total = itertools.count(1), len(assignment.kernels) * len(levels)
+
+    def kernel_done() -> None:
+        if on_kernel is not None:
+            on_kernel(next(done), total)
+
+    bodies = []
+    for level in levels:
+        entry = _new_entry(llvm_module, name, level, constants, once)
+        entry.written_back, entry.baseline = written_back, vectors[0]
+        _emit_program(entry, assignment, kernel_done)
+        bodies.append(entry.builder.function)
+    run_buffers = bodies[0] if once is None else emit_dispatch(llvm_module, name, levels, bodies)
     params = module.entry.parameters
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), num_results)
-    # Loop-vectorized kernels too: Intel AVX-512 cpus tune for 256-bit vectors by default.
-    for fn in llvm_module.functions:
-        if not fn.is_declaration:
-            allow_wide_vectors(fn, vector)
     return llvm_module, assignment
 
 
-def _emit_run_buffers(
-    llvm_module: ir.Module,
-    name: str,
-    assignment: BufferAssignment,
-    vector: VectorInfo,
-    written_back: dict[int, int],
-    on_kernel: Callable[[int, int], None] | None,
-) -> ir.Function:
-    fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
-    fn.attributes.add("nounwind")
-    builder = function_builder(fn)  # buffer pointers go to the entry block: they dominate all
-    needed = _constants_read(assignment, vector)
-    constants = [
+def _constant_globals(
+    llvm_module: ir.Module, assignment: BufferAssignment, vectors: Sequence[VectorInfo]
+) -> list[ir.Value]:
+    """A global for each constant some level's program reads; null for the others."""
+    needed = set().union(*(_constants_read(assignment, v) for v in vectors))
+    return [
         _constant_global(llvm_module, c) if k in needed else ir.Constant(PTR, None)
         for k, c in enumerate(assignment.constants)
     ]
+
+
+def _new_entry(
+    llvm_module: ir.Module,
+    name: str,
+    level: CpuLevel,
+    constants: list[ir.Value],
+    once: dict[str, ir.Function] | None,
+) -> _Entry:
+    """The function running the program at ``level``: the entry point itself, or (``once``
+    given: an object with several levels) the level's internal body, which the dispatching
+    entry point calls."""
+    fn_name = f"{name}_run_buffers" + (f".{level.cpu}" if once is not None else "")
+    fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), fn_name)
+    fn.attributes.add("nounwind")
+    if once is not None:
+        fn.linkage = "internal"
+    mark_function(fn, level.vector)
+    builder = function_builder(fn)  # buffer pointers go to the entry block: they dominate all
     args, results, temp = fn.args
-    entry = _Entry(llvm_module, builder, args, results, temp, constants, vector)
+    entry = _Entry(llvm_module, builder, args, results, temp, constants, level.vector)
     entry.flow = ControlFlow(builder)
-    entry.written_back = written_back
-    done = 0
+    entry.once, entry.prefix = once, f"{level.cpu}." if once is not None else ""
+    return entry
+
+
+def _emit_program(
+    entry: _Entry, assignment: BufferAssignment, kernel_done: Callable[[], None]
+) -> None:
+    """The kernels, loops and copies of ``assignment`` into ``entry``'s function."""
     for step in assignment.program:
         _STEPS[type(step)](entry, assignment, step)
-        if isinstance(step, Kernel) and on_kernel is not None:
-            done += 1
-            on_kernel(done, len(assignment.kernels))
-    for copy in _copy_order(assignment.copies, written_back):
+        if isinstance(step, Kernel):
+            kernel_done()
+    for copy in _copy_order(assignment.copies, entry.written_back):
         _copy_result(entry, copy)
-    builder.ret(ir.Constant(I32, 0))
-    return fn
+    entry.builder.ret(ir.Constant(I32, 0))
 
 
 def _kernel_step(entry: _Entry, assignment: BufferAssignment, step: Step) -> None:
@@ -237,7 +284,8 @@ def _copy(entry: _Entry, copy: Copy, name: str) -> None:
 
     source, target = _pointer(entry, copy.source), _pointer(entry, copy.target)
     aligned = [_is_aligned(copy.target), _is_aligned(copy.source)]
-    _call_function(entry, name, [target], [source], body, aligned=aligned)
+    level = _level(entry, 2 * shape.byte_size)
+    _call_function(entry, name, [target], [source], body, level, aligned=aligned)
 
 
 def _constants_read(assignment: BufferAssignment, vector: VectorInfo) -> set[int]:
@@ -308,8 +356,9 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
         for n, buf in enumerate(operand_buffers)
         if isinstance(first, Buffer) and buf.same_bytes(first)
     )
+    level = _level(entry, byte_size(inst) + sum(byte_size(op) for op in inst.operands))
     # the scratch pointer travels as one more input, after the operands
-    scratch = assignment.scratch if kernel_scratch_bytes(inst, entry.vector) > 0 else None
+    scratch = assignment.scratch if kernel_scratch_bytes(inst, level.vector) > 0 else None
     extra = [scratch] if scratch is not None else []
 
     def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
@@ -318,7 +367,7 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
             _operand_reader(op, ptr) for op, ptr in zip(inst.operands, operand_ptrs, strict=True)
         ]
         scratch_ptr = ins[len(inst.operands)] if extra else None
-        io = KernelIO(inst, outs, readers, list(operand_ptrs), scratch_ptr, entry.vector, aliased)
+        io = KernelIO(inst, outs, readers, list(operand_ptrs), scratch_ptr, level.vector, aliased)
         emitter(b, io)
 
     out_ptrs = [_pointer(entry, buf) for buf in outputs]  # type: ignore[arg-type]
@@ -330,6 +379,7 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
         out_ptrs,
         in_ptrs,
         body,
+        level,
         aligned=[_is_aligned(buf) for buf in buffers],
         same_as=_written_in_place(buffers, len(outputs)),  # type: ignore[arg-type]
     )
@@ -359,26 +409,61 @@ def _is_aligned(buffer: object) -> bool:
     return isinstance(buffer, Buffer) and buffer.kind in (BufferKind.TEMP, BufferKind.CONSTANT)
 
 
+@dataclass(frozen=True)
+class _Level:
+    """How one kernel is emitted: its vector shape, and the prefix of its function's name
+    ("" for a kernel emitted once for every level)."""
+
+    vector: VectorInfo
+    prefix: str
+
+    @property
+    def once(self) -> bool:
+        return not self.prefix
+
+
+# A kernel touching at most this many bytes (operands and results) gains nothing from wider
+# vectors: it fits the vector registers of one AVX-512 core (32 x 64 bytes) many times over
+# in time, and its call costs more than the difference. Emitted once, at the lowest level.
+_ONCE_BYTES = 2048
+
+
+def _level(entry: _Entry, touched_bytes: int) -> _Level:
+    """The level a kernel touching ``touched_bytes`` is emitted at in ``entry``'s program."""
+    if entry.once is not None and touched_bytes <= _ONCE_BYTES:
+        return _Level(entry.baseline, "")
+    return _Level(entry.vector, entry.prefix)
+
+
 def _call_function(
     entry: _Entry,
     name: str,
     outputs: Sequence[ir.Value],
     inputs: Sequence[ir.Value],
     body: KernelBody,
+    level: _Level,
     aligned: Sequence[bool] = (),
     same_as: Sequence[int | None] = (),
 ) -> None:
-    """Emit ``void name(ptr noalias out..., ptr noalias in...)`` and call it.
+    """Emit ``void name(ptr noalias out..., ptr noalias in...)`` at ``level`` and call it.
 
     A pointer whose ``same_as`` names an output (an output computed in place over it) is no
-    argument of its own: the body reads it through that output's.
+    argument of its own: the body reads it through that output's. In an object with several
+    levels, a kernel emitted once is emitted by the first level's program and called by the
+    others.
     """
     pointers = [*outputs, *inputs]
     own = [k for k in range(len(pointers)) if k >= len(same_as) or same_as[k] is None]
-    fn = ir.Function(entry.module, ir.FunctionType(VOID, [PTR] * len(own)), name)
+    if level.once and entry.once is not None and name in entry.once:
+        entry.builder.call(entry.once[name], [pointers[k] for k in own])
+        return
+    fn = ir.Function(entry.module, ir.FunctionType(VOID, [PTR] * len(own)), level.prefix + name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     fn.attributes.add("noinline")  # keeps -O3 time linear in the number of kernels
+    mark_function(fn, level.vector)
+    if level.once and entry.once is not None:
+        entry.once[name] = fn
     args = dict(zip(own, fn.args, strict=True))
     for k, arg in args.items():
         arg.add_attribute("noalias")

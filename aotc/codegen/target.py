@@ -32,9 +32,16 @@ from aotc.errors import CodegenError
 T = TypeVar("T")
 
 
+#: The cpu of an object meant to run on every cpu of its triple: on x86-64 it carries kernels
+#: for several cpu levels and picks one at run time (``dispatch.py``), elsewhere it is clang's
+#: default cpu for the triple. The config's (and so the command line's) default.
+PORTABLE = "portable"
+
+
 @dataclass(frozen=True)
 class TargetSpec:
-    """What to compile for; ``"host"`` means the machine aotc runs on."""
+    """What to compile for; ``"host"`` means the machine aotc runs on, cpu ``"portable"``
+    every cpu of the triple (``PORTABLE``)."""
 
     triple: str = "host"
     cpu: str = "host"
@@ -45,6 +52,9 @@ class TargetSpec:
 def _initialize() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # Inline assembly (the cpuid of a portable x86-64 object) needs the target's assembly
+    # parser; llvmlite exposes only this machine's (``require_asm_parser``).
+    llvm.initialize_native_asmparser()
     # The post-RA list scheduler is quadratic in a block's size: the vectorized A packing of a
     # large GEMM (~2000 instructions in one block) made it 2/3 of ResNet50's code generation
     # (4.5 of 6.8 s). Out-of-order cores gain nothing from it: ResNet50 and the C benches run
@@ -69,24 +79,35 @@ class TargetArch(Enum):
     OTHER = "other"
 
 
+def llvm_arch(triple: str) -> str:
+    """The architecture of a triple as LLVM parses it: ``x86_64`` for ``amd64-...`` too."""
+    return str(llvm.get_triple_parts(triple).Arch)
+
+
 def target_arch(triple: str) -> TargetArch:
     """The family of a triple's architecture, as LLVM parses it (i686 and arm64 included)."""
-    arch = llvm.get_triple_parts(triple).Arch
+    arch = llvm_arch(triple)
     if arch in ("i386", "x86_64"):
         return TargetArch.X86
     return TargetArch.AARCH64 if arch == "aarch64" else TargetArch.OTHER
 
 
 def resolve_target(spec: TargetSpec) -> TargetSpec:
-    """Replace ``"host"`` by the real triple, cpu and features."""
+    """Replace ``"host"`` by the real triple, cpu and features.
+
+    Cpu ``"portable"`` stays only for x86-64 without features (an object that dispatches);
+    elsewhere, or with features, it is clang's default cpu for the triple.
+    """
     host_triple = llvm.get_process_triple()
     triple = host_triple if spec.triple == "host" else normalize_triple(spec.triple)
+    if spec.cpu == PORTABLE and llvm_arch(triple) == "x86_64" and not spec.features:
+        return TargetSpec(triple, PORTABLE, "")
     if spec.cpu == "host" and _arch(triple) == _arch(host_triple):
         host_features = llvm.get_host_cpu_features().flatten()
         features = ",".join(f for f in (host_features, spec.features) if f)
         return TargetSpec(triple, llvm.get_host_cpu_name(), features)
     default = clang_default(triple)
-    cpu = default.cpu if spec.cpu == "host" else spec.cpu
+    cpu = default.cpu if spec.cpu in ("host", PORTABLE) else spec.cpu
     implied = default.features if cpu in (default.cpu, "generic") else ""
     return TargetSpec(triple, cpu, merge_features(implied, spec.features))
 
@@ -132,7 +153,7 @@ def create_target_machine(spec: TargetSpec) -> tuple[llvm.TargetMachine, TargetS
         ) from e
     tm, warnings = _capture_stderr(
         lambda: target.create_target_machine(
-            cpu=resolved.cpu,
+            cpu=machine_cpu(resolved),
             features=resolved.features,
             opt=3,
             reloc="pic",
@@ -146,6 +167,23 @@ def create_target_machine(spec: TargetSpec) -> tuple[llvm.TargetMachine, TargetS
     if _TARGET_PROBLEMS[resolved]:
         raise CodegenError(_TARGET_PROBLEMS[resolved])
     return tm, resolved
+
+
+def require_asm_parser(spec: TargetSpec, why: str) -> None:
+    """Refuse inline assembly for ``spec`` (resolved) where LLVM cannot parse it: llvmlite
+    has only the assembly parser of the machine aotc runs on (LLVM would abort)."""
+    if target_arch(spec.triple) is not target_arch(llvm.get_process_triple()):
+        raise CodegenError(
+            f"{why} needs LLVM's assembly parser for {spec.triple}, which llvmlite has only on "
+            "such a machine; compile there, or name a cpu (--target-cpu x86-64 runs on every "
+            "x86-64 cpu, without the faster kernels)"
+        )
+
+
+def machine_cpu(spec: TargetSpec) -> str:
+    """The TargetMachine's cpu for a resolved spec: a portable x86-64 object's is the psABI
+    baseline (the functions of its higher levels name their own cpu)."""
+    return "x86-64" if spec.cpu == PORTABLE else spec.cpu
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,18 @@ from aotc.codegen.target import TargetArch, TargetSpec, target_arch
 
 @dataclass(frozen=True)
 class VectorInfo:
-    """``width`` f32 lanes per register, ``registers`` architectural vector registers."""
+    """``width`` f32 lanes per register, ``registers`` architectural vector registers.
+
+    In an object carrying kernels for several cpu levels (``dispatch.py``), ``cpu`` is the LLVM
+    cpu of this level's functions ("": the target machine's).
+    """
 
     width: int
     registers: int
     # x86 folds a broadcast from memory into the FMA (AVX-512 ``{1to16}``, AVX2 needs a
     # separate vbroadcastss), NEON multiplies by a lane of a register: both make A cheap.
     arch: TargetArch = TargetArch.X86
+    cpu: str = ""
 
     @property
     def bits(self) -> int:
@@ -67,14 +72,20 @@ def _cpu_in(spec: TargetSpec, names: tuple[str, ...]) -> bool:
     return spec.cpu.startswith(names)
 
 
-def allow_wide_vectors(fn: ir.Function, info: VectorInfo) -> None:
-    """Let ``fn`` keep its explicit ``info.bits``-bit vectors in single registers.
+def mark_function(fn: ir.Function, info: VectorInfo) -> None:
+    """Give ``fn`` the attributes of its vector shape: its level's cpu, and wide vectors.
 
-    On AVX-512 cpus that prefer 256-bit vectors (most of them), LLVM's x86 backend splits
-    512-bit IR vectors into halves unless the function says it needs them, as clang marks
-    functions using ``__m512``. llvmlite only accepts a fixed list of attribute names, hence the
-    direct ``set.add``; it prints the string verbatim.
+    ``"target-cpu"`` makes LLVM compile ``fn`` for that cpu whatever the target machine's is
+    (clang's ``__attribute__((target))``). Set when ``fn`` is created: ``shared.share`` tells
+    functions apart by their text, attributes included, so two levels' copies never merge.
+
+    Wide vectors: on AVX-512 cpus that prefer 256-bit vectors (most of them), LLVM's x86
+    backend splits 512-bit IR vectors into halves unless the function says it needs them, as
+    clang marks functions using ``__m512``. llvmlite only accepts a fixed list of attribute
+    names, hence the direct ``set.add``; it prints the string verbatim.
     """
+    if info.cpu:
+        set.add(fn.attributes, f'"target-cpu"="{info.cpu}"')
     if info.bits > 256:
         set.add(fn.attributes, f'"min-legal-vector-width"="{info.bits}"')
         set.add(fn.attributes, f'"prefer-vector-width"="{info.bits}"')

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from aotc.codegen.irtypes import (
+    I32,
+    I64,
     add_nuw,
     i64,
     linear_index,
@@ -166,15 +168,24 @@ def _common_ends(a: Sequence[int], c: Sequence[int]) -> tuple[int, int]:
 
 
 def delinearize(b: ir.IRBuilder, linear: ir.Value, dims: Sequence[int]) -> list[ir.Value]:
-    """The row-major multi-index of element number ``linear`` of an array of ``dims``."""
+    """The row-major multi-index of element number ``linear`` of an array of ``dims``.
+
+    Below 2**32 elements the divisions are 32-bit: 64-bit ones are library calls on 32-bit
+    targets (``__udivdi3``, ``__aeabi_uldivmod``: libgcc, absent from freestanding links),
+    and a 32-bit division by a constant is a cheaper multiply on 64-bit ones too.
+    """
+    narrow = math.prod(dims) <= 1 << 32
+    word = I32 if narrow else I64
+    index = b.trunc(linear, I32) if narrow else linear
     result: list[ir.Value] = []
     for size, stride in zip(dims, row_major_strides(dims), strict=True):
         if size == 1:
             result.append(i64(0))
             continue
-        quotient = linear if stride == 1 else b.udiv(linear, i64(stride))
+        quotient = index if stride == 1 else b.udiv(index, ir.Constant(word, stride))
         is_outermost = stride * size >= math.prod(dims)
-        result.append(quotient if is_outermost else b.urem(quotient, i64(size)))
+        digit = quotient if is_outermost else b.urem(quotient, ir.Constant(word, size))
+        result.append(b.zext(digit, I64) if narrow else digit)
     return result
 
 

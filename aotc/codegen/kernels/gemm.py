@@ -41,7 +41,7 @@ from aotc.codegen.kernels.gemm_tile import (
 )
 from aotc.codegen.loops import for_range, function_builder
 from aotc.codegen.shared import share
-from aotc.codegen.vector import VectorInfo, allow_wide_vectors
+from aotc.codegen.vector import VectorInfo, mark_function
 
 TRUE = ir.Constant(I1, 1)
 FALSE = ir.Constant(I1, 0)
@@ -89,7 +89,7 @@ def emit_gemm(
 ) -> ir.Function:
     """Add the internal GEMM function ``name`` for ``plan`` to ``module`` and return it."""
     fn = _new_function(module, name, FIXED_ARGS + options.extra_args)
-    allow_wide_vectors(fn, info)
+    mark_function(fn, info)
     b = function_builder(fn)
     c, a, b_ptr, scratch, *_ = fn.args
     if plan.gemv:
@@ -207,7 +207,7 @@ class _Gemm:
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         fn.attributes.add("noinline")  # one copy per tile kind; inlining only bloats callers
-        allow_wide_vectors(fn, self.info)
+        mark_function(fn, self.info)
         for arg in fn.args[:3]:
             arg.add_attribute("noalias")
         ap, bp, c, row, col, first, last = fn.args[:7]
