@@ -15,7 +15,7 @@ from fixtures import assert_close, load_hlo_fixture
 import aotc
 from aotc.codegen.buffers import assign_buffers
 from aotc.driver import compile_graph
-from aotc.errors import AotcError, HloError
+from aotc.errors import AotcError, CodegenError, HloError
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate, stable_sort_order, total_order_keys
 from aotc.hlo.ir import Module
@@ -170,6 +170,19 @@ def test_topk_integers(dtype: str) -> None:
     values, indices = _compiled_equals_evaluator(module, [x])
     want = np.argsort(-x.astype(np.int64), axis=1, kind="stable")[:, :4]
     np.testing.assert_array_equal(indices, want)
+
+
+def test_a_row_too_long_for_i32_positions_is_a_codegen_error() -> None:
+    text = f"""{_LESS}
+    ENTRY main {{
+      x = f32[{2**31}] parameter(0)
+      i = s32[{2**31}] parameter(1)
+      s = (f32[{2**31}], s32[{2**31}]) sort(x, i), dimensions={{0}}, to_apply=less
+      v = f32[{2**31}] get-tuple-element(s), index=0
+      ROOT r = (f32[{2**31}]) tuple(v)
+    }}"""
+    with pytest.raises(CodegenError, match="sorting rows of 2147483648 elements"):
+        compile_entry(_module(text), "m")
 
 
 def test_topk_of_a_small_k_selects_without_sorting() -> None:

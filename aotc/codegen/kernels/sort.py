@@ -28,6 +28,7 @@ from aotc.codegen.kernels.elemental import emit_scalar_computation
 from aotc.codegen.kernels.scalar_ops import total_order_key
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
+from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, SortAttrs, TopKAttrs
 from aotc.hlo.memory import output_shapes
 from aotc.hlo.shape import Shape
@@ -36,6 +37,8 @@ from aotc.hlo.shape import Shape
 RUN = 16
 #: The largest k that topk finds by selection; above it, the row is sorted.
 SELECT_MAX = 32
+#: The longest row the kernels sort: positions are i32 (as topk's indices are).
+MAX_ROW = 2**31 - 1
 
 #: ``less(b, i, j)``: whether the row's element at position ``i`` goes before the one at ``j``.
 Less = Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Value]
@@ -166,6 +169,8 @@ def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 def _sorted_positions(b: ir.IRBuilder, scratch: ir.Value | None, n: int, less: Less) -> ir.Value:
     """Sort the positions 0..n-1 of a row stably by ``less``; returns the array holding them."""
+    if n > MAX_ROW:
+        raise CodegenError(f"sorting rows of {n} elements: positions are i32, at most {MAX_ROW}")
     first, second = _position_array(b, scratch, 0), _position_array(b, scratch, n)
     with for_range(b, n, "p") as p:
         _store_position(b, p, first, p)
