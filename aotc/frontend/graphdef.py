@@ -185,7 +185,7 @@ class Graph:
         node = self.nodes[name]
         raise GraphError(
             f"{self.path}: {node.label} is on a cycle: {' <- '.join(cycle)} "
-            "(TF control flow loops are not supported)"
+            "(a TensorFlow graph cycles only through a while loop's NextIteration into its Merge)"
         )
 
 
