@@ -30,6 +30,7 @@ from llvmlite import ir
 
 from aotc.codegen.irtypes import add_nuw, i64, mul_nuw, scalar_constant, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.conv_direct import DirectConv, direct_conv, emit_direct_conv
 from aotc.codegen.kernels.conv_gemm import ConvGemm, conv_gemm, emit_conv_gemm, is_nhwc
 from aotc.codegen.kernels.dot import multiply_add
 from aotc.codegen.kernels.dot_gemm import GemmCall, GemmDot, VectorEpilogueFactory, emit_gemm_dot
@@ -76,18 +77,20 @@ def conv_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
     return frozenset({1}) if packs_weights(conv_fast_path(inst)) else frozenset()
 
 
-def packs_weights(spec: GemmDot | ConvGemm | None) -> bool:
-    """Whether a GEMM form reads its rhs from weights packed at compile time."""
+#: A fast path's form of a convolution: a plain GEMM, an implicit GEMM or the direct kernel.
+FastConv = GemmDot | ConvGemm | DirectConv
+
+
+def packs_weights(spec: FastConv | None) -> bool:
+    """Whether a fast path reads its rhs from weights packed at compile time."""
     if isinstance(spec, ConvGemm):
         return spec.weights is not None
-    return spec is not None and spec.b_constant is not None
+    return isinstance(spec, GemmDot) and spec.b_constant is not None
 
 
-def conv_fast_path(
-    inst: Instruction, rhs_source: Instruction | None = None
-) -> GemmDot | ConvGemm | None:
-    """The GEMM form of a convolution: pointwise (plain GEMM), implicit GEMM, or None."""
-    return pointwise_gemm(inst, rhs_source) or conv_gemm(inst, rhs_source)
+def conv_fast_path(inst: Instruction, rhs_source: Instruction | None = None) -> FastConv | None:
+    """The fast form of a convolution: pointwise (plain GEMM), implicit GEMM, direct, or None."""
+    return pointwise_gemm(inst, rhs_source) or conv_gemm(inst, rhs_source) or direct_conv(inst)
 
 
 def pointwise_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> GemmDot | None:
@@ -117,14 +120,16 @@ def pointwise_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> 
 
 def emit_conv_fast_path(
     b: ir.IRBuilder,
-    spec: GemmDot | ConvGemm,
+    spec: FastConv,
     info: VectorInfo,
     call: GemmCall,
     epilogue: VectorEpilogueFactory | None = None,
 ) -> None:
-    """Run a convolution on the GEMM engine (``call.lhs``: input, ``call.rhs``: kernel)."""
+    """Run a convolution on its fast path (``call.lhs``: input, ``call.rhs``: kernel)."""
     if isinstance(spec, ConvGemm):
         emit_conv_gemm(b, spec, info, call, epilogue)
+    elif isinstance(spec, DirectConv):
+        emit_direct_conv(b, spec, info, call, epilogue)
     else:
         emit_gemm_dot(b, spec, info, call, vector_epilogue=epilogue)
 

@@ -27,12 +27,12 @@ from llvmlite import ir
 from aotc.codegen.irtypes import i64, register_type, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.conv import (
+    FastConv,
     conv_fast_path,
     emit_conv_fast_path,
     emit_conv_loops,
     packs_weights,
 )
-from aotc.codegen.kernels.conv_gemm import ConvGemm
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
     GemmCall,
@@ -190,8 +190,8 @@ def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: I
     emit_dot_loops(b, dot, lhs, rhs, finish)
 
 
-def _fused_conv(fusion: Instruction) -> GemmDot | ConvGemm | None:
-    """The GEMM form of an output fusion's convolution (root of its f32 shape), or None.
+def _fused_conv(fusion: Instruction) -> FastConv | None:
+    """The fast form of an output fusion's convolution (root of its f32 shape), or None.
 
     Convolution fusions never write over an operand (``FusionPlan.in_place``), so partial sums
     in the output are safe.

@@ -1,0 +1,220 @@
+"""Direct f32 NHWC convolution for few input features (``Cin <= 3``, first layers).
+
+The implicit GEMM (``conv_gemm.py``) packs patches whose segments are ``Cin`` floats long,
+which costs more than the FMAs for such inputs, and the loop kernel keeps its accumulator row
+on the stack. Here a register tile of ``points`` consecutive output columns times all output
+features (``ceil(Cout / width)`` vectors per column) stays in registers over the window: each
+tap loads the kernel's ``w[kh, kw, ci, :]`` vectors once and, per column, broadcasts one input
+element into an FMA. The fused epilogue (bias, activation) runs on the finished vectors before
+their only store, at the output index of each column.
+
+Padding is resolved where it costs least: a kernel row that falls off the input is skipped by
+one branch per tile; along the width, the output columns are split at compile time into the
+interior (every tap inside: no checks) and the borders (taps clamped and zeroed by a select).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64, mul_nuw
+from aotc.codegen.kernels.conv_gemm import is_nhwc
+from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogue, VectorEpilogueFactory
+from aotc.codegen.kernels.gemm_tile import gep, offset, splat
+from aotc.codegen.kernels.window import if_inside, window_position
+from aotc.codegen.loops import entry_alloca, for_range, loop_nest
+from aotc.codegen.vector import VectorInfo
+from aotc.hlo.ir import ConvAttrs, Instruction, WindowDim
+from aotc.hlo.shape import PrimitiveType
+
+MAX_CIN = 3  # from 4 input features on, the implicit GEMM's segments pay off (conv_gemm.py)
+
+
+@dataclass(frozen=True)
+class DirectConv:
+    """One 2-D NHWC convolution for the direct kernel; see the module docstring."""
+
+    batch: int
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    kernel_hw: tuple[int, int]
+    window: tuple[WindowDim, WindowDim]
+    cin: int
+    cout: int
+
+    def scratch_bytes(self, info: VectorInfo) -> int:
+        return 0  # everything lives in registers
+
+    def chunks(self, info: VectorInfo) -> list[tuple[int, int]]:
+        """(first feature, lanes) of each output-feature vector of a column."""
+        return [(c, min(info.width, self.cout - c)) for c in range(0, self.cout, info.width)]
+
+    def points(self, info: VectorInfo) -> int:
+        """Output columns per register tile: half the registers hold accumulators."""
+        per_column = len(self.chunks(info))
+        return max(1, min(self.out_hw[1], info.registers // 2 // per_column))
+
+    def regions(self) -> list[tuple[int, int, bool]]:
+        """(first column, columns, checked) covering the output width: borders are checked."""
+        w, out, taps = self.window[1], self.out_hw[1], self.kernel_hw[1]
+        reach = (taps - 1) * w.rhs_dilation - w.pad_low  # last tap's offset from ow * stride
+        lo = min(out, max(0, -(-w.pad_low // w.stride)))
+        last = self.in_hw[1] - 1 - reach
+        hi = max(lo, min(out, last // w.stride + 1 if last >= 0 else 0))
+        spans = [(0, lo, True), (lo, hi - lo, False), (hi, out - hi, True)]
+        return [s for s in spans if s[1] > 0]
+
+
+def direct_conv(inst: Instruction) -> DirectConv | None:
+    """The direct-kernel form of an f32 2-D NHWC convolution with ``Cin <= MAX_CIN``, or None."""
+    attrs = inst.attrs_as(ConvAttrs)
+    lhs, rhs = (op.array_shape for op in inst.operands)
+    out = inst.array_shape
+    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)) or lhs.rank != 4:
+        return None
+    if not is_nhwc(attrs.dims, 4) or attrs.feature_group_count != 1:
+        return None
+    if attrs.batch_group_count != 1 or min(*lhs.dims, *rhs.dims, *out.dims) == 0:
+        return None
+    if lhs.dims[3] > MAX_CIN or any(w.lhs_dilation != 1 for w in attrs.window.dims):
+        return None
+    h, w = attrs.window.dims
+    spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
+    return DirectConv(lhs.dims[0], *spatial, (h, w), lhs.dims[3], out.dims[3])
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """What every register tile of one kernel shares."""
+
+    spec: DirectConv
+    info: VectorInfo
+    call: GemmCall
+    epilogue: VectorEpilogue | None
+    batch: ir.Value
+    row: ir.Value  # the output row ``oh``
+
+
+def emit_direct_conv(
+    b: ir.IRBuilder,
+    spec: DirectConv,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None = None,
+) -> None:
+    """Compute the convolution into ``call.out`` (lhs: the input, rhs: the HWIO kernel)."""
+    apply = epilogue(b, list(call.extras)) if epilogue is not None else None
+    with loop_nest(b, [spec.batch, spec.out_hw[0]], "dc") as (n, oh):
+        tile = _Tile(spec, info, call, apply, n, oh)
+        for start, count, checked in spec.regions():
+            _emit_region(b, tile, start, count, checked)
+
+
+def _emit_region(b: ir.IRBuilder, tile: _Tile, start: int, count: int, checked: bool) -> None:
+    """Full tiles in a loop, then one narrower tile for the remaining columns."""
+    points = tile.spec.points(tile.info)
+    full, rest = divmod(count, points)
+    if full == 1:
+        _emit_tile(b, tile, i64(start), points, checked)
+    elif full > 1:
+        with for_range(b, full, "dt") as t:
+            _emit_tile(b, tile, add_nuw(b, i64(start), mul_nuw(b, t, i64(points))), points, checked)
+    if rest:
+        _emit_tile(b, tile, i64(start + full * points), rest, checked)
+
+
+def _emit_tile(b: ir.IRBuilder, tile: _Tile, ow0: ir.Value, points: int, checked: bool) -> None:
+    """Accumulate ``points`` columns from ``ow0`` over the window, then finish and store them."""
+    chunks = tile.spec.chunks(tile.info)
+    types = [ir.VectorType(F32, lanes) for _, lanes in chunks]
+    slots = [[entry_alloca(b, t, "dacc") for t in types] for _ in range(points)]
+    for column in slots:
+        for slot, t in zip(column, types, strict=True):
+            b.store(ir.Constant(t, [0.0] * t.count), slot)
+    wh = tile.spec.window[0]
+    with for_range(b, tile.spec.kernel_hw[0], "dkh") as kh:
+        hit, ih = window_position(b, wh, tile.spec.in_hw[0], tile.row, kh)
+        with if_inside(b, hit):
+            accs = [[b.load(s, typ=s.allocated_type) for s in column] for column in slots]
+            accs = _accumulate_row(b, tile, (kh, ih), ow0, accs, checked)
+            for column, values in zip(slots, accs, strict=True):
+                for slot, value in zip(column, values, strict=True):
+                    b.store(value, slot)
+    for p, column in enumerate(slots):
+        ow = add_nuw(b, ow0, i64(p))
+        values = [b.load(s, typ=s.allocated_type) for s in column]
+        _store_column(b, tile, ow, values)
+
+
+def _accumulate_row(
+    b: ir.IRBuilder,
+    tile: _Tile,
+    khh: tuple[ir.Value, ir.Value],
+    ow0: ir.Value,
+    accs: list[list[ir.Value]],
+    checked: bool,
+) -> list[list[ir.Value]]:
+    """Add one kernel row's taps (every ``kw`` and input feature) to the tile's accumulators."""
+    spec, (kh, ih) = tile.spec, khh
+    chunks = spec.chunks(tile.info)
+    for kw in range(spec.kernel_hw[1]):
+        for ci in range(spec.cin):
+            tap = offset(
+                b, (kh, spec.kernel_hw[1] * spec.cin * spec.cout), (kw * spec.cin + ci) * spec.cout
+            )
+            weights = [
+                b.load(
+                    gep(b, tile.call.rhs, add_nuw(b, tap, i64(c))),
+                    typ=ir.VectorType(F32, lanes),
+                    align=4,
+                )
+                for c, lanes in chunks
+            ]
+            for p, column in enumerate(accs):
+                x = _input(b, tile, ih, add_nuw(b, ow0, i64(p)), (kw, ci), checked)
+                accs[p] = [
+                    call_intrinsic(b, "fmuladd", [splat(b, x, w.type.count), w, acc])
+                    for w, acc in zip(weights, column, strict=True)
+                ]
+    return accs
+
+
+def _input(
+    b: ir.IRBuilder,
+    tile: _Tile,
+    ih: ir.Value,
+    ow: ir.Value,
+    tap: tuple[int, int],
+    checked: bool,
+) -> ir.Value:
+    """``x[n, ih, iw, ci]`` for output column ``ow``'s tap ``kw``; zero in the padding."""
+    spec, (kw, ci) = tile.spec, tap
+    w = spec.window[1]
+    hit: ir.Value | None
+    if checked:
+        hit, iw = window_position(b, w, spec.in_hw[1], ow, i64(kw))
+        if hit is not None:
+            iw = b.select(hit, iw, i64(0))
+    else:
+        hit = None
+        iw = b.sub(b.add(b.mul(ow, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low))
+    h, width = spec.in_hw
+    at = offset(b, (tile.batch, h * width * spec.cin), (ih, width * spec.cin), (iw, spec.cin), ci)
+    value = b.load(gep(b, tile.call.lhs, at), typ=F32, align=4)
+    return value if hit is None else b.select(hit, value, ir.Constant(F32, 0.0))
+
+
+def _store_column(b: ir.IRBuilder, tile: _Tile, ow: ir.Value, values: Sequence[ir.Value]) -> None:
+    """Finish one output column's vectors (the fused epilogue) and store them."""
+    spec = tile.spec
+    oh_, ow_ = spec.out_hw
+    base = offset(
+        b, (tile.batch, oh_ * ow_ * spec.cout), (tile.row, ow_ * spec.cout), (ow, spec.cout)
+    )
+    for (c, _), value in zip(spec.chunks(tile.info), values, strict=True):
+        if tile.epilogue is not None:
+            value = tile.epilogue(b, value, [tile.batch, tile.row, ow, i64(c)])
+        b.store(value, gep(b, tile.call.out, add_nuw(b, base, i64(c))), align=4)
