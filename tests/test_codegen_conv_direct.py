@@ -17,7 +17,7 @@ from aotc.codegen.kernels.conv import conv_fast_path
 from aotc.codegen.kernels.conv_direct import DirectConv, direct_conv
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
-from aotc.hlo.ir import ConvAttrs, FusionAttrs, FusionKind, Instruction, Opcode, Window
+from aotc.hlo.ir import ConvAttrs, FusionAttrs, FusionKind, Instruction, Module, Opcode, Window
 from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.jit import JitModel
 from aotc.passes.fusion import Fusion
@@ -65,7 +65,7 @@ def _conv(b: ComputationBuilder, x: Instruction, w: Instruction, win: Window) ->
     return b.convolution(x, w, ConvAttrs(win, NHWC))
 
 
-def _compare_jit(module, inputs: list[np.ndarray]) -> None:  # type: ignore[no-untyped-def]
+def _compare_jit(module: Module, inputs: list[np.ndarray]) -> None:
     """The JIT's results match the evaluator's as closely as the C run's do."""
     expected = evaluate(module, inputs)
     got = JitModel.from_compiled(compile_entry(module, "m"))(*inputs)

@@ -14,10 +14,12 @@ constant kernel pre-packed (``dot_gemm.py``). Any other f32 NHWC convolution wit
 (windows, strides, padding, dilations, transposed) is an implicit GEMM whose A panels are
 gathered from the input patches (``conv_gemm.py``). A depthwise convolution (one input
 feature per group) runs its innermost loop over the groups instead, which is the contiguous
-channel dimension of NHWC input, kernel and output, so it vectorizes over channels.
+channel dimension of NHWC input, kernel and output, so it vectorizes over channels. An f32
+2-D NHWC convolution with 1-3 input features that neither GEMM form takes (few filters, as in
+LeNet's first layer) runs on the direct kernel (``conv_direct.py``) instead of the loop kernel.
 
 The loop kernel also serves kOutput fusions (``emit_conv_loops`` hands each finished element
-to a callback that applies the epilogue); the fast paths run the epilogue in the tile store.
+to a callback that applies the epilogue); the fast paths apply it to whole vectors before the store.
 """
 
 from __future__ import annotations
