@@ -728,3 +728,18 @@ ENTRY main {
     ir_text = run_and_compare(module, [x])
     (params,) = re.findall(r"^define internal [^@]*@kernel\.b\((.*)\)", ir_text, re.M)
     assert params.count("ptr") == 1 and "noalias" in params
+
+
+def test_pointers_to_an_outputs_bytes_become_that_output_s() -> None:
+    from types import SimpleNamespace
+
+    from aotc.codegen.emitter import _written_in_place
+
+    def buffer(index: int, offset: int = 0) -> SimpleNamespace:
+        return SimpleNamespace(kind="temp", index=index, offset=offset)
+
+    # outputs 0 and 1, then inputs: one over output 0, one elsewhere, one over output 1
+    pointers = [buffer(1), buffer(2), buffer(1), buffer(1, 64), buffer(2)]
+    assert _written_in_place(pointers, 2) == [None, None, 0, None, 1]  # type: ignore[arg-type]
+    # a second output naming the first's bytes shares its pointer too (never two noalias)
+    assert _written_in_place([buffer(1)] * 3, 2) == [None, 0, 0]  # type: ignore[arg-type]

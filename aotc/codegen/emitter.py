@@ -393,16 +393,14 @@ def _operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:
 
 
 def _written_in_place(buffers: Sequence[Buffer], num_outputs: int) -> list[int | None]:
-    """Per pointer, the output it names the bytes of when the kernel computes that output in
-    place over it (else None): the kernel gets one pointer for both, so LLVM sees a read and
-    a write of the same element as such (and vectorizes the loop without alias checks that
-    the overlap would fail), and every pointer can stay ``noalias``.
+    """Per pointer, the (first) output it names the bytes of when the kernel computes that
+    output in place over it (else None): the kernel gets one pointer for both, so LLVM sees a
+    read and a write of the same element as such (and vectorizes the loop without alias
+    checks that the overlap would fail), and every pointer can stay ``noalias``.
     """
     keys = [(b.kind, b.index, b.offset) for b in buffers]
     first = {key: k for k, key in reversed(list(enumerate(keys[:num_outputs])))}
-    return [
-        None if k < num_outputs or key not in first else first[key] for k, key in enumerate(keys)
-    ]
+    return [first[key] if first.get(key, k) != k else None for k, key in enumerate(keys)]
 
 
 def _is_aligned(buffer: object) -> bool:
