@@ -29,6 +29,7 @@ from aotc.frontend.stateful_ops import STATEFUL_OPS, STATELESS_OPS, VARIABLE_UPD
 from aotc.tensor_ref import TensorRef
 
 DATA = Path(__file__).parent / "data" / "tfcompile"
+BODIES = Path(__file__).parent / "data" / "effects"  # tests/data/make_body_effect_fixtures.py
 LOST = sorted(STATEFUL_OPS - NO_EFFECT_WHEN_UNUSED - DROPPED_OPS)
 
 
@@ -94,6 +95,36 @@ def test_cli_reports_a_lost_effect_as_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("aotc: error: "), result.output
     assert "PrintV2" in lines[0]
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------- effects in function bodies
+
+
+@pytest.mark.parametrize(
+    ("name", "caller", "printer"),
+    [
+        ("while_print", "'while' (While)", "while/PrintV2"),
+        ("cond_print", "'cond' (If)", "cond/PrintV2"),
+    ],
+)
+def test_effect_in_a_body_the_results_do_not_need_is_an_error(
+    name: str, caller: str, printer: str
+) -> None:
+    # TensorFlow prints on every iteration (or when the branch runs); before this check the
+    # print was dropped without a word.
+    with pytest.raises(UnsupportedError) as info:
+        compile_graph(BODIES / f"{name}.pb", BODIES / f"{name}.yaml")
+    message = str(info.value)
+    assert caller in message and f"{printer}' (PrintV2)" in message
+
+
+def test_assert_in_a_loop_body_is_dropped_with_a_note() -> None:
+    data = np.load(BODIES / "while_assert.npz")
+    result = compile_graph(BODIES / "while_assert.pb", BODIES / "while_assert.yaml")
+    (note,) = result.report.notes
+    assert "while/Assert/Assert' (Assert)" in note and "tfcompile" in note
+    for outputs in run_compiled(result.model, [data["arg0"]]):
+        np.testing.assert_array_equal(outputs[0], data["result0"])
 
 
 # --------------------------------------------------------------------------- every op

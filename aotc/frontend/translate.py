@@ -53,6 +53,7 @@ class TranslationContext:
         self.graph = graph
         self.node: Node | None = None
         self.variables: VariableState | None = None  # set while translating a graph
+        self.notes: list[str] | None = None  # the report's notes, shared with function bodies
         # TensorLists made without a known element shape (a placeholder buffer [length]),
         # by id; shared with the contexts of the functions this one translates.
         self._unshaped = {} if unshaped is None else unshaped
@@ -174,12 +175,15 @@ def translate_graph(graph: Graph, signature: Signature, notes: list[str] | None 
     note = dropped_note(check_effects(graph, fetches, fed, honoured=updates))
     if note and notes is not None:
         notes.append(note)
-    return _build(graph, signature, nodes)
+    return _build(graph, signature, nodes, notes)
 
 
-def _build(graph: Graph, signature: Signature, nodes: list[Node]) -> Module:
+def _build(
+    graph: Graph, signature: Signature, nodes: list[Node], notes: list[str] | None
+) -> Module:
     mb = ModuleBuilder(signature.name)
     ctx = TranslationContext(mb, mb.computation("main"), graph)
+    ctx.notes = notes
     ctx.variables = VariableState(graph, signature.variables)
     values: dict[TensorRef, Instruction] = {}
     for number, feed in enumerate(signature.feeds):
@@ -291,6 +295,7 @@ def _function_steps(
         raise GraphError(f"function '{func.name}' takes {len(args)} argument(s), got {len(shapes)}")
     builder = caller.module.computation(func.name)
     ctx = TranslationContext(caller.module, builder, graph, caller._unshaped)
+    ctx.notes = caller.notes
     param = ctx.builder.parameter(0, TupleShape(tuple(shapes)), "args")
     elements = [ctx.builder.get_tuple_element(param, i) for i in range(len(args))]
     for i in unshaped:
@@ -299,6 +304,12 @@ def _function_steps(
     fetches = [TensorRef(func.name, i) for i in range(len(graph.node(func.name).inputs))]
     nodes = [n for n in graph.prune(fetches, values) if n.name not in set(args)]
     check_supported(graph, nodes)
+    # TF runs every stateful op of a function body (its control outputs and sinks reach the
+    # result node through control inputs): one the results do not need is an error, as at the
+    # top level, never dropped.
+    note = dropped_note(check_effects(graph, fetches, values))
+    if note and ctx.notes is not None:
+        ctx.notes.append(note)
     yield _nodes_steps(ctx, graph, nodes, values)
     outputs = [_value_of(values, graph, ref, "result") for ref in fetches]
     if not results and len(outputs) != 1:
