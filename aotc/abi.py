@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import ml_dtypes
 import numpy as np
 
 #: Alignment in bytes of the caller's temp buffer, of every offset in it, and of constants:
@@ -20,7 +21,7 @@ SUPPORTED_DTYPES: dict[str, np.dtype] = {
         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
         "uint8", "uint16", "uint32", "uint64", "bool",
     )
-}  # fmt: skip
+} | {"bfloat16": np.dtype(ml_dtypes.bfloat16)}  # fmt: skip
 
 
 # C11/C23 keywords, plus C++ keywords since the header is also compiled as C++.

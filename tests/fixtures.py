@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from aotc.driver import TargetOverrides
@@ -18,6 +19,14 @@ HLO_DATA = Path(__file__).parent / "data" / "hlo"
 #: default, portable x86-64 object compiles its kernels once per cpu level; test_cross runs
 #: every level).
 HOST_CPU = TargetOverrides(cpu="host")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+BF16_RTOL = 2**-6  # a few units in the last place of 8 significant bits
+#: Fixtures computed in bfloat16: every result, whatever its type, carries bf16's rounding.
+LOW_PRECISION = {"bf16_model": BF16_RTOL}
+
+
+def fixture_rtol(name: str) -> float:
+    return LOW_PRECISION.get(name, 1e-5)
 
 
 @dataclass(frozen=True)
@@ -45,9 +54,15 @@ def load_hlo_fixture(name: str) -> tuple[Path, list[np.ndarray], list[np.ndarray
 
 def _arrays(path: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
     data = np.load(path)
-    args = [data[f"arg{i}"] for i in range(_count(data.files, "arg"))]
-    results = [data[f"result{i}"] for i in range(_count(data.files, "result"))]
+    args = [npz_array(data[f"arg{i}"]) for i in range(_count(data.files, "arg"))]
+    results = [npz_array(data[f"result{i}"]) for i in range(_count(data.files, "result"))]
     return args, results
+
+
+def npz_array(array: np.ndarray) -> np.ndarray:
+    """An array read from a fixture's npz: numpy's format cannot name ml_dtypes' bfloat16 and
+    stores it as raw 2-byte voids, the only void type fixtures hold."""
+    return array.view(BF16) if array.dtype == np.dtype("V2") else array
 
 
 def load_example() -> Fixture:
@@ -67,6 +82,9 @@ def assert_close(
     actual = np.asarray(actual)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    if expected.dtype == BF16:  # 8 significant bits, and rounded after every op
+        actual, expected = actual.astype(np.float32), expected.astype(np.float32)
+        rtol = max(rtol, BF16_RTOL)
     if expected.dtype.kind not in "fc":
         np.testing.assert_array_equal(actual, expected, err_msg=what)
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from c_harness import LIBM_SYMBOLS, entry_points, exported_and_undefined_symbols, run_compiled
-from fixtures import HOST_CPU, assert_close, fixture_names, load_fixture
+from fixtures import HOST_CPU, assert_close, fixture_names, fixture_rtol, load_fixture
 
 from aotc.driver import compile_graph
 
@@ -25,4 +25,4 @@ def test_compiled_fixture_matches_tensorflow(name: str) -> None:
     assert len(typed) == len(fx.results)
     for i, (got, again, want) in enumerate(zip(typed, buffers, fx.results, strict=True)):
         np.testing.assert_array_equal(got, again, err_msg=f"{name} result{i}: calls differ")
-        assert_close(got, want, what=f"{name} result{i}")
+        assert_close(got, want, fixture_rtol(name), what=f"{name} result{i}")

@@ -467,7 +467,10 @@ ERRORS = {
         "ENTRY e {\n  ROOT t = token[] after-all()\n}",
         r"<hlo>:2:12: element type 'token' in token\[\] is unsupported",
     ),
-    "bf16": ("ENTRY e {\n  ROOT p = bf16[2] parameter(0)\n}", r"<hlo>:2:12: element type 'bf16'"),
+    "f8e4m3fn": (
+        "ENTRY e {\n  ROOT p = f8e4m3fn[2] parameter(0)\n}",
+        r"<hlo>:2:12: element type 'f8e4m3fn'",
+    ),
     "missing computation": (
         "ENTRY e {\n  p = f32[2] parameter(0)\n  z = f32[] constant(0)\n"
         "  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=%sum\n}",

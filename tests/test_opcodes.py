@@ -57,6 +57,8 @@ _EXPLICIT: dict[Opcode, str] = {
     Opcode.IOTA: "ROOT r = s32[2,3] iota(), iota_dimension=1",
     Opcode.CONVERT: "x = f32[2,3] parameter(0)\nROOT r = s32[2,3] convert(x)",
     Opcode.IS_FINITE: "x = f32[2,3] parameter(0)\nROOT r = pred[2,3] is-finite(x)",
+    Opcode.REDUCE_PRECISION: "x = f32[2,3] parameter(0)\n"
+    "ROOT r = f32[2,3] reduce-precision(x), exponent_bits=5, mantissa_bits=10",
     Opcode.BITCAST_CONVERT: "x = f32[2,3] parameter(0)\nROOT r = u32[2,3] bitcast-convert(x)",
     Opcode.COMPARE: "x = f32[2,3] parameter(0)\ny = f32[2,3] parameter(1)\n"
     "ROOT r = pred[2,3] compare(x, y), direction=LT",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from google.protobuf import text_format
@@ -39,7 +40,7 @@ def test_ref_dtypes_map_like_their_value_type() -> None:
     assert numpy_dtype(pb.DT_INT64_REF) == np.int64
 
 
-@pytest.mark.parametrize("dtype", [pb.DT_BFLOAT16, pb.DT_STRING, pb.DT_RESOURCE, pb.DT_QINT8])
+@pytest.mark.parametrize("dtype", [pb.DT_FLOAT8_E5M2, pb.DT_STRING, pb.DT_RESOURCE, pb.DT_QINT8])
 def test_unsupported_dtypes_raise_and_name_the_place(dtype: int) -> None:
     with pytest.raises(UnsupportedError, match=rf"node 'w'.*{dtype_name(dtype)}"):
         numpy_dtype(dtype, "node 'w'")
@@ -138,6 +139,7 @@ def test_half_val_holds_float16_bit_patterns() -> None:
         ("DT_DOUBLE", "double_val", "[0.1]", np.array([0.1])),
         ("DT_COMPLEX64", "scomplex_val", "[1, 2, 3, -4]", np.array([1 + 2j, 3 - 4j], np.complex64)),
         ("DT_COMPLEX128", "dcomplex_val", "[0.5, 0.25]", np.array([0.5 + 0.25j])),
+        ("DT_BFLOAT16", "half_val", "[16256, 49184]", np.array([1.0, -2.5], ml_dtypes.bfloat16)),
     ],
 )
 def test_typed_fields(dtype: str, field: str, values: str, expected: np.ndarray) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fixtures import assert_close, fixture_names, load_fixture
+from fixtures import assert_close, fixture_names, fixture_rtol, load_fixture
 
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
@@ -16,4 +16,4 @@ def test_reference_evaluator_matches_tensorflow(name: str) -> None:
     outputs = evaluate(front.module, fx.args)
     assert len(outputs) == len(fx.results)
     for i, (got, want) in enumerate(zip(outputs, fx.results, strict=True)):
-        assert_close(got, want, what=f"{name} result{i}")
+        assert_close(got, want, fixture_rtol(name), what=f"{name} result{i}")

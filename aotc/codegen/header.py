@@ -30,6 +30,7 @@ C_TYPES: dict[PrimitiveType, str] = {
     PrimitiveType.U32: "uint32_t",
     PrimitiveType.U64: "uint64_t",
     PrimitiveType.F16: "uint16_t",
+    PrimitiveType.BF16: "uint16_t",
     PrimitiveType.F32: "float",
     PrimitiveType.F64: "double",
 }

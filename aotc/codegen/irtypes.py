@@ -2,12 +2,18 @@
 
 Values in registers use their natural LLVM type (``pred`` is ``i1``); in memory ``pred`` is one
 byte, as C's ``bool``. Pointers are opaque (``ptr``), so loads and GEPs name their element type.
+
+``bf16`` is computed through f32 (XLA's float normalization; few targets have bf16 arithmetic):
+in memory it is the ``i16`` of its bits, in a register the ``float`` of the same value. Every
+op whose result is bf16 rounds it to bf16 (to nearest, ties to even), so a register always
+holds a value bf16 represents; stores keep the high half of the bits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import ml_dtypes
 import numpy as np
 from llvmlite import ir
 
@@ -35,6 +41,7 @@ _REGISTER_TYPES: dict[PrimitiveType, ir.Type] = {
     PrimitiveType.U32: I32,
     PrimitiveType.U64: I64,
     PrimitiveType.F16: F16,
+    PrimitiveType.BF16: F32,
     PrimitiveType.F32: F32,
     PrimitiveType.F64: F64,
 }
@@ -46,8 +53,16 @@ def register_type(dtype: PrimitiveType) -> ir.Type:
 
 
 def memory_type(dtype: PrimitiveType) -> ir.Type:
-    """The type an element has in memory (``i8`` for pred)."""
-    return I8 if dtype is PrimitiveType.PRED else _REGISTER_TYPES[dtype]
+    """The type an element has in memory (``i8`` for pred, ``i16`` for bf16)."""
+    return _MEMORY_TYPES.get(dtype) or _REGISTER_TYPES[dtype]
+
+
+_MEMORY_TYPES = {PrimitiveType.PRED: I8, PrimitiveType.BF16: ir.IntType(16)}
+
+
+def accumulator_dtype(dtype: PrimitiveType) -> PrimitiveType:
+    """What sums of products of ``dtype`` accumulate in: f32 for the 16-bit floats."""
+    return PrimitiveType.F32 if dtype in (PrimitiveType.F16, PrimitiveType.BF16) else dtype
 
 
 def alloca(builder: ir.IRBuilder, ty: ir.Type, name: str = "") -> ir.AllocaInstr:
@@ -63,6 +78,8 @@ def i64(value: int) -> ir.Constant:
 
 def constant(dtype: PrimitiveType, value: float | int | bool) -> ir.Constant:
     """A scalar constant of ``dtype``, rounded the way the element type rounds it."""
+    if dtype is PrimitiveType.BF16:
+        value = float(np.asarray(value, np.float64).astype(ml_dtypes.bfloat16))
     return scalar_constant(register_type(dtype), value)
 
 
@@ -167,6 +184,9 @@ def load_element(
     value = builder.load(ptr, typ=ty, align=shape.dtype.byte_size)
     if shape.dtype is PrimitiveType.PRED:
         return builder.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+    if shape.dtype is PrimitiveType.BF16:
+        high = builder.shl(builder.zext(value, I32), ir.Constant(I32, 16))
+        return builder.bitcast(high, F32)
     return value
 
 
@@ -176,7 +196,23 @@ def store_element(
     ptr = element_pointer(builder, base, shape, index)
     if shape.dtype is PrimitiveType.PRED:
         value = builder.zext(value, I8)
+    elif shape.dtype is PrimitiveType.BF16:
+        bits = builder.bitcast(round_to_bf16(builder, value), I32)
+        value = builder.trunc(builder.lshr(bits, ir.Constant(I32, 16)), memory_type(shape.dtype))
     builder.store(value, ptr, align=shape.dtype.byte_size)
+
+
+def round_to_bf16(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """An f32 rounded to the nearest bf16 (ties to even; a nan becomes the quiet nan of its
+    sign), as an f32."""
+    bits = builder.bitcast(value, I32)
+    odd = builder.and_(builder.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = builder.add(bits, builder.add(ir.Constant(I32, 0x7FFF), odd))
+    kept = builder.and_(rounded, ir.Constant(I32, -0x10000))
+    sign = builder.and_(bits, ir.Constant(I32, -0x80000000))
+    quiet = builder.or_(sign, ir.Constant(I32, 0x7FC00000))  # Eigen's (and so XLA's) nan
+    is_nan = builder.fcmp_unordered("uno", value, value)
+    return builder.bitcast(builder.select(is_nan, quiet, kept), F32)
 
 
 class _Bytes(ir.Constant):  # type: ignore[misc]

@@ -4,12 +4,13 @@
 map like their value type); ``tensor_to_numpy`` decodes a ``TensorProto`` the way TensorFlow's
 ``Tensor::FromProto`` does, including the "splat" rule for typed value fields.
 
-bfloat16, the float8/int4 families, quantized types, strings, resources and variants have no
+The float8/int4 families, quantized types, strings, resources and variants have no
 plain numpy dtype and raise ``UnsupportedError``.
 """
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from aotc.errors import GraphError, UnsupportedError
@@ -20,6 +21,7 @@ _REF_OFFSET = 100
 
 _TO_NUMPY: dict[int, np.dtype] = {
     pb.DT_HALF: np.dtype(np.float16),
+    pb.DT_BFLOAT16: np.dtype(ml_dtypes.bfloat16),
     pb.DT_FLOAT: np.dtype(np.float32),
     pb.DT_DOUBLE: np.dtype(np.float64),
     pb.DT_INT8: np.dtype(np.int8),
@@ -39,6 +41,7 @@ _FROM_NUMPY: dict[np.dtype, int] = {v: k for k, v in _TO_NUMPY.items()}
 # Which typed field holds the values of each dtype (TensorFlow's ProtoHelper<T>).
 _VALUE_FIELD: dict[int, str] = {
     pb.DT_HALF: "half_val",
+    pb.DT_BFLOAT16: "half_val",  # TF keeps bfloat16 bit patterns there too
     pb.DT_FLOAT: "float_val",
     pb.DT_DOUBLE: "double_val",
     pb.DT_INT8: "int_val",
@@ -192,7 +195,7 @@ def _typed_values(tensor: pb.TensorProto, field: str, dtype: np.dtype, where: st
     raw = getattr(tensor, field)
     if field == "half_val":
         # The 16-bit patterns of the halves, one per int32.
-        return np.array(raw, dtype=np.int64).astype(np.uint16).view(np.float16)
+        return np.array(raw, dtype=np.int64).astype(np.uint16).view(dtype)
     if field in ("scomplex_val", "dcomplex_val"):
         if len(raw) % 2:
             raise GraphError(f"{where}: {field} has an odd number of values")

@@ -116,6 +116,21 @@ class TupleIndex:
         return cls(a.need("index", int_value))
 
 
+@dataclass(frozen=True)
+class ReducePrecisionAttrs:
+    """The float format ``reduce-precision`` rounds to: exponent and mantissa bit counts."""
+
+    exponent_bits: int
+    mantissa_bits: int
+
+    def to_text(self) -> list[str]:
+        return [f"exponent_bits={self.exponent_bits}", f"mantissa_bits={self.mantissa_bits}"]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> ReducePrecisionAttrs:
+        return cls(a.need("exponent_bits", int_value), a.need("mantissa_bits", int_value))
+
+
 class ComparisonDirection(Enum):
     EQ = "EQ"
     NE = "NE"
@@ -644,6 +659,7 @@ Attributes = (
     | Dimensions
     | IotaAttrs
     | TupleIndex
+    | ReducePrecisionAttrs
     | CompareAttrs
     | SliceAttrs
     | PadAttrs

@@ -36,6 +36,7 @@ from aotc.hlo.ir import (
     Opcode,
     PadAttrs,
     PadDim,
+    ReducePrecisionAttrs,
     ReduceWindowAttrs,
     ScatterAttrs,
     SliceAttrs,
@@ -45,7 +46,7 @@ from aotc.hlo.ir import (
     Window,
     parameter_number,
 )
-from aotc.hlo.shape import AnyShape, Shape, TupleShape
+from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 from aotc.hlo.shape_inference import scatter_window_operand_dims
 from aotc.registry import Registry
 
@@ -127,7 +128,8 @@ def _steps(comp: Computation, args: list[Value], batched: bool) -> Steps:
         if inst.opcode is Opcode.PARAMETER:
             value = _argument(comp, inst, args[parameter_number(inst)], batched)
         else:
-            result = EVALUATORS[inst.opcode](inst, [values[id(o)] for o in inst.operands])
+            operands = _normalized(inst, [values[id(o)] for o in inst.operands])
+            result = EVALUATORS[inst.opcode](inst, operands)
             if isinstance(result, Generator):
                 result = yield result
             value = _fit(inst.shape, result, batched, f"{comp.name}/{inst.name}")
@@ -177,7 +179,22 @@ def _fit(shape: AnyShape, value: Value, batched: bool, where: str) -> Value:
 
 def _widen(x: np.ndarray) -> np.ndarray:
     """f16 is computed in f32 (and rounded back by ``_fit``), as XLA's evaluator does."""
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+    return x.astype(np.float32) if x.dtype in _NARROW_FLOATS else x
+
+
+_NARROW_FLOATS = (np.dtype(np.float16), PrimitiveType.BF16.numpy)
+
+
+def _normalized(inst: Instruction, ops: list[Value]) -> list[Value]:
+    """bf16 operands as f32 (XLA's float normalization; ``_fit`` rounds the result back), but
+    where bits are reinterpreted or called computations expect bf16 parameters."""
+    if inst.opcode is Opcode.BITCAST_CONVERT or inst.called:
+        return ops
+    return [o.astype(np.float32) if _is_bf16(o) else o for o in ops]
+
+
+def _is_bf16(value: Value) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype == PrimitiveType.BF16.numpy
 
 
 def _dims(inst: Instruction) -> tuple[int, ...]:
@@ -340,6 +357,31 @@ def _shift(kind: Opcode, inst: Instruction, ops: list[Value]) -> Value:
 
 for _opcode in (Opcode.SHIFT_LEFT, Opcode.SHIFT_RIGHT_LOGICAL, Opcode.SHIFT_RIGHT_ARITHMETIC):
     handles(_opcode)(partial(_shift, _opcode))
+
+
+@handles(Opcode.REDUCE_PRECISION)
+def _reduce_precision(inst: Instruction, ops: list[Value]) -> Value:
+    """XLA's rounding to fewer mantissa bits (to nearest, ties to even) and clamping to a
+    narrower exponent range (overflow to inf, underflow to zero), on the bits of ``x``."""
+    attrs, x = inst.attrs_as(ReducePrecisionAttrs), np.asarray(ops[0])
+    exponent_bits, mantissa_bits = PrimitiveType.from_numpy(x.dtype).float_bits
+    bits, width = _unsigned(x).copy(), x.dtype.itemsize * 8
+    one = bits.dtype.type(1)
+    if attrs.mantissa_bits < mantissa_bits:
+        shift = mantissa_bits - attrs.mantissa_bits
+        last = one << shift
+        bias = ((bits & last) >> shift) + ((last >> one) - one)
+        bits = (bits + bias) & ~(last - one)
+    if attrs.exponent_bits < exponent_bits:
+        exponent_mask = ((one << exponent_bits) - one) << mantissa_bits
+        bias, reduced_bias = (1 << (exponent_bits - 1)) - 1, (1 << (attrs.exponent_bits - 1)) - 1
+        exponent, signed_zero = bits & exponent_mask, bits & (one << (width - 1))
+        overflows = exponent > bits.dtype.type((bias + reduced_bias) << mantissa_bits)
+        underflows = exponent <= bits.dtype.type((bias - reduced_bias) << mantissa_bits)
+        bits = np.where(overflows, signed_zero | exponent_mask, bits)
+        bits = np.where(underflows & ~overflows, signed_zero, bits)
+    out = np.asarray(bits).view(x.dtype)
+    return np.where(np.isnan(x), x, out) if attrs.mantissa_bits > 0 else out
 
 
 # ---- elementwise binary ----------------------------------------------------------------------

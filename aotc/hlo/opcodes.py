@@ -29,6 +29,7 @@ from aotc.hlo.attrs import (
     IotaAttrs,
     PadAttrs,
     ParameterAttrs,
+    ReducePrecisionAttrs,
     ReduceWindowAttrs,
     ScatterAttrs,
     SliceAttrs,
@@ -197,6 +198,11 @@ class Opcode(Enum):
     SHIFT_LEFT = "shift-left", _binary(INTEGER)
     SHIFT_RIGHT_ARITHMETIC = "shift-right-arithmetic", _binary(INTEGER)
     SHIFT_RIGHT_LOGICAL = "shift-right-logical", _binary(INTEGER)
+    # rounds to a float format of fewer exponent / mantissa bits, staying in the operand's type
+    REDUCE_PRECISION = (
+        "reduce-precision",
+        _elementwise(Category.UNARY, FLOAT, attrs=ReducePrecisionAttrs),
+    )
     # elementwise ternary
     CLAMP = "clamp", _elementwise(Category.TERNARY)
     SELECT = "select", _elementwise(Category.TERNARY)

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
+import ml_dtypes
 import numpy as np
 
 from aotc.errors import UnsupportedError
@@ -24,6 +25,7 @@ class PrimitiveType(Enum):
     U32 = "u32"
     U64 = "u64"
     F16 = "f16"
+    BF16 = "bf16"
     F32 = "f32"
     F64 = "f64"
 
@@ -37,7 +39,12 @@ class PrimitiveType(Enum):
 
     @property
     def is_float(self) -> bool:
-        return self in (PrimitiveType.F16, PrimitiveType.F32, PrimitiveType.F64)
+        return self in (PrimitiveType.F16, PrimitiveType.BF16, PrimitiveType.F32, PrimitiveType.F64)
+
+    @property
+    def float_bits(self) -> tuple[int, int]:
+        """A float type's exponent and explicit mantissa bit counts (IEEE layout)."""
+        return _FLOAT_BITS[self]
 
     @property
     def is_signed_int(self) -> bool:
@@ -78,8 +85,17 @@ _TO_NUMPY: dict[PrimitiveType, np.dtype] = {
     PrimitiveType.U32: np.dtype(np.uint32),
     PrimitiveType.U64: np.dtype(np.uint64),
     PrimitiveType.F16: np.dtype(np.float16),
+    PrimitiveType.BF16: np.dtype(ml_dtypes.bfloat16),  # numpy's kind "V": test is_float, not kind
     PrimitiveType.F32: np.dtype(np.float32),
     PrimitiveType.F64: np.dtype(np.float64),
+}
+
+
+_FLOAT_BITS = {
+    PrimitiveType.F16: (5, 10),
+    PrimitiveType.BF16: (8, 7),
+    PrimitiveType.F32: (8, 23),
+    PrimitiveType.F64: (11, 52),
 }
 
 

@@ -26,6 +26,7 @@ from aotc.hlo.ir import (
     Opcode,
     PadAttrs,
     PadDim,
+    ReducePrecisionAttrs,
     ReduceWindowAttrs,
     ScatterAttrs,
     SliceAttrs,
@@ -659,9 +660,19 @@ def _iota_rule(inst: Instruction) -> AnyShape:
     return infer_iota_shape(array(inst.shape, "iota result"), attrs.iota_dimension)
 
 
-@_rule(*(UNARY_ELEMENTWISE - _RETYPING))
+@_rule(*(UNARY_ELEMENTWISE - _RETYPING - {Opcode.REDUCE_PRECISION}))
 def _unary_rule(inst: Instruction) -> AnyShape:
     return infer_unary_shape(inst.opcode, _operand(inst, 0))
+
+
+@_rule(Opcode.REDUCE_PRECISION)
+def _reduce_precision_rule(inst: Instruction) -> AnyShape:
+    attrs = inst.attrs_as(ReducePrecisionAttrs)
+    check(
+        attrs.exponent_bits >= 1 and attrs.mantissa_bits >= 0,
+        f"reduce-precision needs exponent_bits >= 1 and mantissa_bits >= 0, got {attrs}",
+    )
+    return infer_unary_shape(Opcode.REDUCE_PRECISION, _operand(inst, 0))
 
 
 @_rule(Opcode.CONVERT)

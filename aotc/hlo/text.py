@@ -176,6 +176,7 @@ def _selects_on_pred(inst: Instruction) -> bool:
 # ---- literals --------------------------------------------------------------------------------
 
 _CHUNK = 1 << 20  # elements formatted at a time, to bound the temporary string arrays
+_BF16 = PrimitiveType.BF16.numpy  # numpy's kind "V", not "f"
 
 
 def format_literal(array: np.ndarray, *, elide: bool = False) -> str:
@@ -185,6 +186,8 @@ def format_literal(array: np.ndarray, *, elide: bool = False) -> str:
     if array.size == 0:
         return _empty_nest(array.shape)
     flat = array.reshape(-1)
+    if flat.dtype == _BF16:  # each bf16 is an f32 exactly, printed so that it reads back
+        flat = flat.astype(np.float32)
     formatter = _ELEMENT_FORMATTERS[flat.dtype.kind]
     items: list[str] = []
     for start in range(0, flat.size, _CHUNK):
@@ -252,7 +255,8 @@ def parse_literal(text: str, shape: Shape) -> np.ndarray:
     tokens = np.array(_LITERAL_TOKEN.findall(text), dtype=str)
     if tokens.size != shape.size:
         raise ValueError(f"the constant has {tokens.size} values but {shape} has {shape.size}")
-    array = _LITERAL_DECODERS[shape.dtype.numpy.kind](tokens, shape.dtype.numpy)
+    dtype = shape.dtype.numpy
+    array = _LITERAL_DECODERS["f" if dtype == _BF16 else dtype.kind](tokens, dtype)
     array = array.reshape(shape.dims)  # a fresh array: astype copied
     array.flags.writeable = False
     return array
@@ -267,7 +271,8 @@ def _decode_pred(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def _decode_number(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    wide = np.float64 if dtype.kind == "f" else dtype  # strings convert to float64 exactly once
+    # strings convert to float64 exactly once
+    wide = np.float64 if dtype.kind == "f" or dtype == _BF16 else dtype
     try:
         return tokens.astype(wide).astype(dtype)
     except (ValueError, OverflowError) as e:

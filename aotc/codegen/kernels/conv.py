@@ -30,7 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from aotc.codegen.irtypes import add_nuw, i64, mul_nuw, scalar_constant, store_element
+from aotc.codegen.irtypes import (
+    accumulator_dtype,
+    add_nuw,
+    i64,
+    mul_nuw,
+    scalar_constant,
+    store_element,
+)
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.conv_direct import DirectConv, direct_conv, emit_direct_conv
 from aotc.codegen.kernels.conv_gemm import ConvGemm, conv_gemm, emit_conv_gemm, is_nhwc
@@ -163,7 +170,7 @@ def emit_conv_loops(
             "is not supported by codegen yet"
         )
     out = inst.array_shape
-    acc_dtype = PrimitiveType.F32 if out.dtype is PrimitiveType.F16 else out.dtype
+    acc_dtype = accumulator_dtype(out.dtype)
     lhs, rhs = (op.array_shape for op in inst.operands)
     conv = _Conv(attrs, lhs, rhs, out, acc_dtype, operands)
     d = attrs.dims

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import register_type, scalar_constant, store_element
+from aotc.codegen.irtypes import accumulator_dtype, register_type, scalar_constant, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.dot_gemm import GemmCall, emit_gemm_dot, gemm_dot
 from aotc.codegen.kernels.scalar_ops import convert
@@ -63,7 +63,7 @@ def emit_dot_loops(
     dims = inst.attrs_as(DotDims)
     lhs_shape, rhs_shape = (op.array_shape for op in inst.operands)
     out = inst.array_shape
-    acc_dtype = PrimitiveType.F32 if out.dtype is PrimitiveType.F16 else out.dtype
+    acc_dtype = accumulator_dtype(out.dtype)
     acc = entry_alloca(b, register_type(acc_dtype), "acc")
     contracting = [lhs_shape.dims[d] for d in dims.lhs_contracting]
     with loop_nest(b, out.dims, "o") as out_index:

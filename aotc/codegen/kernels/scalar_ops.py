@@ -18,9 +18,26 @@ from collections.abc import Callable, Sequence
 from llvmlite import ir
 
 from aotc.codegen import mathlib
-from aotc.codegen.irtypes import F64, call_intrinsic, declare, register_type, scalar_constant
+from aotc.codegen.irtypes import (
+    F32,
+    F64,
+    I32,
+    call_intrinsic,
+    declare,
+    memory_type,
+    register_type,
+    round_to_bf16,
+    scalar_constant,
+)
 from aotc.errors import CodegenError
-from aotc.hlo.ir import CompareAttrs, ComparisonDirection, ComparisonType, Instruction, Opcode
+from aotc.hlo.ir import (
+    CompareAttrs,
+    ComparisonDirection,
+    ComparisonType,
+    Instruction,
+    Opcode,
+    ReducePrecisionAttrs,
+)
 from aotc.hlo.shape import PrimitiveType
 
 ScalarOp = Callable[[ir.IRBuilder, Instruction, Sequence[ir.Value]], ir.Value]
@@ -291,8 +308,51 @@ def _count_leading_zeros(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
     return call_intrinsic(b, "ctlz", [v[0], zero_is_poison], overloads=[v[0].type])
 
 
+def _reduce_precision(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
+    """XLA's reduce-precision on the bits (the evaluator's ``_reduce_precision``, in IR); a
+    bf16 is an f32 in the register, and rounding that is the same."""
+    attrs, x = inst.attrs_as(ReducePrecisionAttrs), values[0]
+    width = {"half": 16, "float": 32, "double": 64}[str(x.type)]
+    exponent_bits, mantissa_bits = _WORKING_FLOAT[width].float_bits
+    int_type = ir.IntType(width)
+    bits = b.bitcast(x, int_type)
+
+    def c(value: int) -> ir.Constant:
+        return ir.Constant(int_type, value & ((1 << width) - 1))
+
+    if attrs.mantissa_bits < mantissa_bits:
+        shift = mantissa_bits - attrs.mantissa_bits
+        last_bit = b.and_(b.lshr(bits, c(shift)), c(1))
+        bias = b.add(last_bit, c((1 << (shift - 1)) - 1))
+        bits = b.and_(b.add(bits, bias), c(~((1 << shift) - 1)))
+    if attrs.exponent_bits < exponent_bits:
+        exponent_mask = ((1 << exponent_bits) - 1) << mantissa_bits
+        bias, reduced = (1 << (exponent_bits - 1)) - 1, (1 << (attrs.exponent_bits - 1)) - 1
+        exponent = b.and_(bits, c(exponent_mask))
+        signed_zero = b.and_(bits, c(1 << (width - 1)))
+        overflows = b.icmp_unsigned(">", exponent, c((bias + reduced) << mantissa_bits))
+        underflows = b.icmp_unsigned("<=", exponent, c((bias - reduced) << mantissa_bits))
+        bits = b.select(underflows, signed_zero, bits)
+        bits = b.select(overflows, b.or_(signed_zero, c(exponent_mask)), bits)
+    result = b.bitcast(bits, x.type)
+    if attrs.mantissa_bits > 0:  # a nan stays itself (its rounded bits could be inf or zero)
+        result = b.select(b.fcmp_unordered("uno", x, x), x, result)
+    return result
+
+
+_WORKING_FLOAT = {16: PrimitiveType.F16, 32: PrimitiveType.F32, 64: PrimitiveType.F64}
+
+
 def _bitcast_convert(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) -> ir.Value:
-    return b.bitcast(values[0], register_type(inst.array_shape.dtype))
+    """The bits as the other type; a bf16 (an f32 in a register) is the high half of them."""
+    src, dst, value = operand_dtype(inst), inst.array_shape.dtype, values[0]
+    if src is PrimitiveType.BF16:
+        bits = b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16))
+        value = b.trunc(bits, memory_type(src))
+    if dst is PrimitiveType.BF16:
+        bits = b.zext(b.bitcast(value, memory_type(dst)), I32)
+        return b.bitcast(b.shl(bits, ir.Constant(I32, 16)), F32)
+    return b.bitcast(value, register_type(dst))
 
 
 # ---- ternary ---------------------------------------------------------------------------------
@@ -317,6 +377,10 @@ def convert(b: ir.IRBuilder, value: ir.Value, src: PrimitiveType, dst: Primitive
     target = register_type(dst)
     if src is dst:
         return value
+    if src is PrimitiveType.BF16:  # already an f32 in the register
+        return convert(b, value, PrimitiveType.F32, dst)
+    if dst is PrimitiveType.BF16:
+        return round_to_bf16(b, _to_f32_for_bf16(b, value, src))
     if dst is PrimitiveType.PRED:
         if src.is_float:
             return b.fcmp_unordered("!=", value, _const_like(value, 0.0))
@@ -327,6 +391,22 @@ def convert(b: ir.IRBuilder, value: ir.Value, src: PrimitiveType, dst: Primitive
         signed = src.is_signed_int
         return b.sitofp(value, target) if signed else b.uitofp(value, target)
     return _int_to_int(b, value, src, target)
+
+
+def _to_f32_for_bf16(b: ir.IRBuilder, value: ir.Value, src: PrimitiveType) -> ir.Value:
+    """``value`` as an f32 that rounds to the bf16 nearest ``value`` itself: f64 and integers
+    (through f64) are rounded to odd, so rounding to bf16 after it never rounds twice."""
+    if not (src is PrimitiveType.F64 or src.is_integral):
+        return convert(b, value, src, PrimitiveType.F32)  # exact: pred, f16, f32
+    wide = convert(b, value, src, PrimitiveType.F64)
+    nearest = b.fptrunc(wide, F32)
+    back = b.fpext(nearest, F64)
+    away = b.fcmp_ordered(">", call_intrinsic(b, "fabs", [back]), call_intrinsic(b, "fabs", [wide]))
+    bits = b.bitcast(nearest, I32)
+    toward_zero = b.select(away, b.sub(bits, ir.Constant(I32, 1)), bits)
+    inexact = b.fcmp_ordered("!=", back, wide)  # false for nan: it stays as it is
+    odd = b.select(inexact, b.or_(toward_zero, ir.Constant(I32, 1)), toward_zero)
+    return b.bitcast(odd, F32)
 
 
 def _from_float(b: ir.IRBuilder, value: ir.Value, dst: PrimitiveType, target: ir.Type) -> ir.Value:
@@ -388,6 +468,7 @@ SCALAR_OPS: dict[Opcode, ScalarOp] = {
                            unsigned=_int_power(False)),
     Opcode.ATAN2: _by_kind(floating=_libm("atan2")),
     Opcode.BITCAST_CONVERT: _bitcast_convert,
+    Opcode.REDUCE_PRECISION: _reduce_precision,
     Opcode.CLZ: _by_kind(signed=_count_leading_zeros),
     Opcode.POPCNT: _by_kind(signed=_intrinsic("ctpop")),
     Opcode.SHIFT_LEFT: _by_kind(signed=_shift(Opcode.SHIFT_LEFT)),
@@ -411,7 +492,14 @@ def emit_scalar(b: ir.IRBuilder, inst: Instruction, values: Sequence[ir.Value]) 
     op = SCALAR_OPS.get(inst.opcode)
     if op is None:
         raise CodegenError(f"{inst.opcode.value} %{inst.name} is not an elementwise op")
-    return op(b, inst, values)
+    result = op(b, inst, values)
+    if inst.array_shape.dtype is PrimitiveType.BF16 and inst.opcode not in _EXACT_BF16:
+        return round_to_bf16(b, result)  # computed in f32: round as a bf16 op would
+    return result
+
+
+# Ops whose bf16 results are already bf16 values (they convert, or reinterpret bits).
+_EXACT_BF16 = frozenset({Opcode.CONVERT, Opcode.BITCAST_CONVERT, Opcode.COPY, Opcode.SELECT})
 
 
 __all__ = ["SCALAR_OPS", "ScalarOp", "convert", "emit_scalar", "operand_dtype"]

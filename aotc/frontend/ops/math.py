@@ -300,7 +300,7 @@ def select_v2(
     return ctx.builder.select(cond, x, y)
 
 
-@translates("Cast", note="between float16/32/64, (u)int8-64 and bool")
+@translates("Cast", note="between bfloat16, float16/32/64, (u)int8-64 and bool")
 def cast(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
     dtype = PrimitiveType.from_numpy(node.dtype_attr("DstT"))
     if dtype == x.array_shape.dtype:
