@@ -85,6 +85,9 @@ def reduction(
     if not dims:
         return x
     shape = x.array_shape
+    if tf_op == "Sum" and shape.dtype is PrimitiveType.BF16:  # TF sums bfloat16 in float32
+        wide = reduce_dims(ctx, ctx.builder.convert(x, PrimitiveType.F32), opcode, 0, dims)
+        return _keep_dims(ctx, node, shape, dims, ctx.builder.convert(wide, shape.dtype))
     return _keep_dims(
         ctx, node, shape, dims, reduce_dims(ctx, x, opcode, identity(shape.dtype), dims)
     )
@@ -102,6 +105,7 @@ _MEAN_ACCUMULATOR = {
     **dict.fromkeys((PrimitiveType.S8, PrimitiveType.S16, PrimitiveType.S32), PrimitiveType.S64),
     **dict.fromkeys((PrimitiveType.U8, PrimitiveType.U16, PrimitiveType.U32), PrimitiveType.U64),
     PrimitiveType.F16: PrimitiveType.F32,
+    PrimitiveType.BF16: PrimitiveType.F32,
 }
 
 
