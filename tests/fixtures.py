@@ -25,8 +25,8 @@ BF16_RTOL = 2**-6  # a few units in the last place of 8 significant bits
 LOW_PRECISION = {"bf16_model": BF16_RTOL}
 
 
-def fixture_rtol(name: str) -> float:
-    return LOW_PRECISION.get(name, 1e-5)
+def fixture_rtol(name: str, default: float = 1e-5) -> float:
+    return LOW_PRECISION.get(name, default)
 
 
 @dataclass(frozen=True)

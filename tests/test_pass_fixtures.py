@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fixtures import assert_close, fixture_names, load_fixture
+from fixtures import assert_close, fixture_names, fixture_rtol, load_fixture
 
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
@@ -17,4 +17,4 @@ def test_pipeline_keeps_tensorflow_results(name: str) -> None:
     default_pipeline(PipelineOptions(check_changed=True)).run(module)
     outputs = evaluate(module, fx.args)
     for i, (got, want) in enumerate(zip(outputs, fx.results, strict=True)):
-        assert_close(got, want, rtol=2e-5, what=f"{name} result{i}")
+        assert_close(got, want, fixture_rtol(name, 2e-5), what=f"{name} result{i}")

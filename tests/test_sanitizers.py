@@ -25,6 +25,7 @@ from fixtures import (
     Fixture,
     assert_close,
     fixture_names,
+    fixture_rtol,
     load_fixture,
 )
 
@@ -45,7 +46,7 @@ CONTROL_FLOW = [
 
 def check(fixture: Fixture, results: list[np.ndarray]) -> None:
     for i, (got, want) in enumerate(zip(results, fixture.results, strict=True)):
-        assert_close(got, want, rtol=1e-4, what=f"{fixture.name} result {i}")
+        assert_close(got, want, fixture_rtol(fixture.name, 1e-4), what=f"{fixture.name} result {i}")
 
 
 @pytest.mark.parametrize(
