@@ -95,6 +95,15 @@ def test_keras_3_savedmodels_compile_and_match_tensorflow(name: str) -> None:
     assert_close(fn(args[0]), expected[0])
 
 
+def test_tf1_savedmodel_with_a_v1_loop_compiles_and_matches_tensorflow() -> None:
+    """A TF1 SavedModel's v1 while frame is functionalized after its variable reads are
+    frozen, so the frozen weight enters the loop body as a constant."""
+    args, expected = _expected("tf1_loop")
+    (got,) = _evaluate("tf1_loop")
+    assert_close(got, expected[0])
+    assert_close(aotc.compile(SAVED / "tf1_loop", cache=False)(args[0]), expected[0])
+
+
 def test_keras_3_handles_are_not_the_ones_the_restore_function_assigns() -> None:
     """Why the object graph is needed: the restore ops assign other handles (Variable_N)."""
     saved = read_savedmodel(SAVED / "keras_module")

@@ -42,7 +42,7 @@ def freeze_reads(
     copy) with constants from checkpoint ``prefix``; reads of the variables in ``keep`` stay.
     ``object_keys`` gives the keys TF2's object graph assigns to handles the restore ops do
     not assign (``object_graph.py``)."""
-    needed = {n.name for n in graph.prune(fetches, feeds)}
+    needed = graph.needed_names(fetches, feeds)
     reads = [
         i
         for i, n in enumerate(proto.node)

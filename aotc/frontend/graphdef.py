@@ -75,6 +75,16 @@ class Graph:
         expanded = self._needed(fetch_list, fed)
         return self._topological(expanded)
 
+    def needed_names(
+        self, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = ()
+    ) -> set[str]:
+        """The names of ``prune``'s nodes, unordered: also for a graph whose TF1 loops still
+        cycle through ``NextIteration`` (before functionalization)."""
+        fetch_list, fed = list(fetches), frozenset(feeds)
+        for ref in (*fetch_list, *fed):
+            self._check_ref(ref, f"{self.path}: tensor '{ref}'")
+        return set(self._needed(fetch_list, fed))
+
     def _needed(self, fetches: list[TensorRef], fed: frozenset[TensorRef]) -> dict[str, bool]:
         """Needed node names -> whether their inputs are needed too (False: fully fed)."""
         needed: dict[str, bool] = {}

@@ -17,6 +17,9 @@ For every fixture NAME it writes ``NAME/`` (a SavedModel directory as TensorFlow
 * ``keras_module``: a ``tf.Module`` holding that kind of Keras 3 model, saved with
   ``tf.saved_model.save``: its variables' handles are restored only through the object graph
   (the restore function assigns the ``tf.Variable``s inside the Keras variables).
+* ``tf1_loop``: a TF1 SavedModel (``tf.compat.v1.saved_model.Builder``) whose signature runs a
+  v1 ``tf.while_loop`` (Enter/Merge/Switch/NextIteration frames) reading a reference
+  variable: ``h = tanh(h @ w + x)`` four times.
 
 ``python make_savedmodels.py NAME ...`` writes only those fixtures.
 """
@@ -131,6 +134,30 @@ def save_keras_module() -> None:
     _write_npz("keras_module", path, "serving_default", {"x": x})
 
 
+def save_tf1_loop() -> None:
+    v1 = tf.compat.v1
+    path = _fresh("tf1_loop")
+    x_value = np.random.default_rng(41).standard_normal((2, 3)).astype(np.float32)
+    v1.disable_control_flow_v2()
+    graph = tf.Graph()
+    with graph.as_default(), v1.Session(graph=graph) as session:
+        x = v1.placeholder(tf.float32, [2, 3], name="x")
+        w0 = np.random.default_rng(42).standard_normal((3, 3)).astype(np.float32) / 2
+        w = v1.get_variable("w", initializer=w0, use_resource=False)
+        _, h = tf.while_loop(
+            lambda i, h: i < 4, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w) + x)), [0, x]
+        )
+        session.run(v1.global_variables_initializer())
+        builder = v1.saved_model.Builder(str(path))
+        signature = v1.saved_model.predict_signature_def({"x": x}, {"y": tf.identity(h)})
+        builder.add_meta_graph_and_variables(session, ["serve"], {"serving_default": signature})
+        builder.save()
+        y = session.run(h, {x: x_value})
+    v1.enable_control_flow_v2()
+    np.savez(OUT / "tf1_loop.npz", arg0=x_value, result0=y)
+    print("tf1_loop", x_value.shape, y.shape)
+
+
 def _fresh(name: str) -> Path:
     path = OUT / name
     shutil.rmtree(path, ignore_errors=True)
@@ -152,6 +179,7 @@ FIXTURES = {
     "keras": save_keras,
     "keras_conv": save_keras_conv,
     "keras_module": save_keras_module,
+    "tf1_loop": save_tf1_loop,
 }
 
 if __name__ == "__main__":
