@@ -1,0 +1,82 @@
+"""Seeded RandomUniform / RandomStandardNormal: TF's Philox numbers, and their statistics.
+
+The TF fixture ``random_ops`` checks the numbers against TensorFlow (evaluator and C); here
+large samples are checked for their distribution (moments and a Kolmogorov-Smirnov bound at
+the 0.1% level) and the determinism rules (same seeds, same numbers; seed = seed2 = 0 refused).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from aotc.errors import UnsupportedError
+from aotc.frontend.node import Node
+from aotc.frontend.ops.registry import lookup
+from aotc.frontend.translate import TranslationContext
+from aotc.hlo.builder import ModuleBuilder
+from aotc.hlo.evaluate import evaluate
+from aotc.proto import aotc_tf_pb2 as pb
+
+N = 200_000
+KS_999 = 1.95 / math.sqrt(N)  # the Kolmogorov-Smirnov statistic's 0.1% critical value
+
+
+def _draw(op: str, shape: tuple[int, ...], seed: int, seed2: int) -> np.ndarray:
+    proto = pb.NodeDef(name="r", op=op)
+    proto.attr["dtype"].type = pb.DT_FLOAT
+    proto.attr["seed"].i, proto.attr["seed2"].i = seed, seed2
+    mb = ModuleBuilder("test")
+    ctx = TranslationContext(mb, mb.computation("main"))
+    ctx.node = node = Node(proto)
+    translator = lookup(op)
+    assert translator is not None
+    out = translator(ctx, node, ctx.builder.constant(np.array(shape, np.int32)))
+    result = evaluate(mb.build(ctx.builder.build(out)), [])
+    assert isinstance(result, np.ndarray) and result.shape == shape
+    return result
+
+
+def _ks(sample: np.ndarray, cdf: np.ndarray) -> float:
+    """The largest distance between the sample's empirical CDF and ``cdf`` at its points."""
+    n = sample.size
+    upper = np.arange(1, n + 1) / n - cdf
+    lower = cdf - np.arange(n) / n
+    return float(max(upper.max(), lower.max()))
+
+
+def test_uniform_is_uniform_on_the_unit_interval() -> None:
+    x = _draw("RandomUniform", (N,), 123, 456)
+    assert x.dtype == np.float32 and x.min() >= 0.0 and x.max() < 1.0
+    assert abs(x.mean() - 0.5) < 5 * math.sqrt(1 / 12 / N)
+    assert abs(x.var() - 1 / 12) < 0.002
+    s = np.sort(x.astype(np.float64))
+    assert _ks(s, s) < KS_999
+
+
+def test_standard_normal_is_standard_normal() -> None:
+    x = _draw("RandomStandardNormal", (N // 2, 2), 5, 6).reshape(-1)
+    assert np.all(np.isfinite(x))
+    assert abs(x.mean()) < 5 / math.sqrt(N)
+    assert abs(x.var() - 1) < 5 * math.sqrt(2 / N)
+    s = np.sort(x.astype(np.float64))
+    cdf = 0.5 * (1 + np.vectorize(math.erf)(s / math.sqrt(2)))
+    assert _ks(s, cdf) < KS_999
+
+
+def test_same_seeds_same_numbers_other_seeds_other_numbers() -> None:
+    a = _draw("RandomUniform", (64,), 7, 3)
+    np.testing.assert_array_equal(a, _draw("RandomUniform", (64,), 7, 3))
+    assert not np.array_equal(a, _draw("RandomUniform", (64,), 7, 4))
+    assert not np.array_equal(a, _draw("RandomUniform", (64,), 8, 3))
+    # TF's first run of RandomUniform(shape=[4], seed=7, seed2=3)
+    want = np.array([0.40108788, 0.37683892, 0.3092928, 0.08807564], np.float32)
+    np.testing.assert_array_equal(a[:4], want)
+
+
+@pytest.mark.parametrize("op", ["RandomUniform", "RandomStandardNormal"])
+def test_an_unseeded_op_is_refused(op: str) -> None:
+    with pytest.raises(UnsupportedError, match=f"{op} has seed = seed2 = 0"):
+        _draw(op, (4,), 0, 0)
