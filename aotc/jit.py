@@ -18,7 +18,10 @@ argument.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import ctypes.util
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -159,10 +162,49 @@ def _triple_parts(triple: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+@functools.cache
+def _load_compiler_runtime() -> None:
+    """Make libgcc's helpers visible to the JIT's linker. Code for a cpu without F16C (the
+    portable x86-64 baseline) converts f16 through ``__extendhfsf2``/``__truncsfhf2``, which a
+    C link takes from libgcc; this process may not have loaded it, and MCJIT would call
+    through a null address instead of failing."""
+    name = ctypes.util.find_library("gcc_s")
+    if name is not None:
+        # Not loadable: the helpers stay unresolved and _check_runtime_helpers says so.
+        with contextlib.suppress(RuntimeError):
+            llvm.load_library_permanently(name)
+
+
+# libgcc / compiler-rt helpers LLVM may call from host code (half and bfloat16 conversions,
+# integer powers).
+RUNTIME_HELPERS = (
+    "__extendhfsf2", "__truncsfhf2", "__truncdfhf2", "__truncsfbf2", "__truncdfbf2",
+    "__powisf2", "__powidf2",
+)  # fmt: skip
+
+
+def _check_runtime_helpers(object_bytes: bytes) -> None:
+    """A clear error, not a crash, when the object calls a helper this process lacks (the
+    symbol table holds the names of the functions the object calls)."""
+    missing = [
+        name
+        for name in RUNTIME_HELPERS
+        if name.encode() + b"\0" in object_bytes and not llvm.address_of_symbol(name)
+    ]
+    if missing:
+        raise CodegenError(
+            f"the object calls {', '.join(missing)} (compiler runtime), which this process "
+            "cannot resolve: link the object into a C program, or compile with "
+            "--target-cpu host"
+        )
+
+
 def _create_engine(model: CompiledModel) -> llvm.ExecutionEngine:
     tm, _ = create_target_machine(model.target)
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    _load_compiler_runtime()
+    _check_runtime_helpers(model.object_bytes)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)  # MCJIT needs a module
     engine.add_object_file(llvm.ObjectFileRef.from_data(model.object_bytes))
     engine.finalize_object()

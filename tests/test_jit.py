@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import platform
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,3 +137,41 @@ def test_concurrent_calls_agree() -> None:
     for t in threads:
         t.join()
     assert not failures
+
+
+F16_EXP = """HloModule f16_exp
+
+ENTRY main {
+  x = f32[16] parameter(0)
+  h = f16[16] convert(x)
+  e = f16[16] exponential(h)
+  ROOT r = f32[16] convert(e)
+}
+"""
+
+
+def _portable_f16_model(tmp_path: Path) -> CompiledModel:
+    # The portable x86-64 baseline has no F16C: f16 conversions call libgcc's helpers.
+    source = tmp_path / "f16_exp.hlo"
+    source.write_text(F16_EXP)
+    return compile_graph(source).model
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 baseline")
+def test_portable_f16_code_runs_in_process(tmp_path: Path) -> None:
+    # It segfaulted: MCJIT called __truncsfhf2 through a null address.
+    model = _portable_f16_model(tmp_path)
+    assert b"__truncsfhf2\0" in model.object_bytes
+    x = np.linspace(-3, 3, 16, dtype=np.float32)
+    (got,) = JitModel.from_compiled(model)(x)
+    np.testing.assert_array_equal(got, np.exp(x.astype(np.float16)).astype(np.float32))
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 baseline")
+def test_unresolvable_runtime_helper_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _portable_f16_model(tmp_path)
+    monkeypatch.setattr("aotc.jit.llvm.address_of_symbol", lambda name: None)
+    with pytest.raises(CodegenError, match="__truncsfhf2.*cannot resolve"):
+        JitModel.from_compiled(model)
