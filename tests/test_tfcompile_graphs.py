@@ -132,11 +132,11 @@ def test_checkpoint_graph_without_its_checkpoint_names_the_variable(name: str) -
 
 
 def test_the_tests_cover_tfcompiles_graphs() -> None:
-    # All of tensorflow/compiler/aot/tests but tfrandom_uniform (RandomUniform: another issue).
+    # All of tensorflow/compiler/aot/tests.
     expected = {
         "tfadd", "tfadd_with_ckpt", "tfadd_with_ckpt_saver", "tfassert_eq", "tfcond",
         "tffunction", "tfgather", "tfmatmul", "tfmatmulandadd", "tfmatmul_with_constant",
-        "tfscatter", "tfsplits", "tftop_k", "tfvariable", "tfvariable_readonly",
+        "tfrandom_uniform", "tfscatter", "tfsplits", "tftop_k", "tfvariable", "tfvariable_readonly",
         "tfvariable_sequential_updates",
     }  # fmt: skip
     assert {n.removeprefix("test_graph_") for n in NAMES} == expected

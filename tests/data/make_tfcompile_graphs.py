@@ -21,8 +21,9 @@ For each graph ``test_graph_NAME`` it writes under ``tests/data/tfcompile/``:
 The checkpoint graphs (``tfadd_with_ckpt``, ``tfadd_with_ckpt_saver``) also get
 ``test_graph_NAME_frozen.pb``, frozen by ``convert_variables_to_constants``, and their
 checkpoint in TensorFlow's V2 format (``test_graph_NAME.ckpt.index`` / ``.data-*``).
-Graphs needing ``RandomUniform`` are left out. ``tfscatter``'s graph is not in TensorFlow's
-script (only its config is): it is made here from the config's names.
+``tfscatter``'s graph is not in TensorFlow's script (only its config is): it is made here from
+the config's names; ``tfrandom_uniform`` likewise, as a seeded ``RandomUniform`` plus a feed
+(aotc computes TF's own Philox stream, so the first run's numbers match exactly).
 """
 
 from __future__ import annotations
@@ -171,6 +172,13 @@ def tfscatter() -> None:
     tf.tensor_scatter_nd_update(base, indices_1, updates_1, name="result_1")
 
 
+def tfrandom_uniform() -> None:
+    """A seeded draw (op seeds fixed: the same numbers on every run) shifted by a feed."""
+    x = v1.placeholder(tf.float32, shape=[2, 3], name="x_hold")
+    noise = tf.random.uniform([2, 3], minval=-1.0, maxval=1.0, seed=17, name="noise")
+    tf.add(x, noise, name="result")
+
+
 def tfvariable() -> None:
     x = tf.Variable([1000.0], name="x", shape=[1])
     old_x = x.value()
@@ -269,6 +277,9 @@ GRAPHS = [
               + fetch("result_0") + fetch("result_1"),
               [np.array([[4], [3], [1], [7]], I32), np.array([9, 10, 11, 12], F32),
                np.array([[0], [6], [2], [5]], I32), np.array([-1, -2, -3, -4], F32)]),
+    TestGraph("tfrandom_uniform", tfrandom_uniform,
+              HEADER + feed("x_hold", [2, 3]) + fetch("result"),
+              [np.arange(6, dtype=F32).reshape(2, 3)]),
     TestGraph("tfvariable", tfvariable, HEADER + fetch("result") + variable("x", [1]),
               variables={"x": np.array([23], F32)}, calls=3),
     TestGraph("tfvariable_readonly", tfvariable_readonly,
