@@ -203,6 +203,22 @@ def resize_fixture() -> Fixture:
     return Fixture("resize", f, [x], {"ResizeBilinear", "ResizeNearestNeighbor"})
 
 
+def resize_bicubic_fixture() -> Fixture:
+    r = rng(108)
+    x = normal(r, [1, 5, 7, 2])
+
+    @tf.function(input_signature=[spec([1, 5, 7, 2], name="x")])
+    def f(x):
+        out = []
+        for size in ([9, 11], [3, 4], [5, 14], [2, 2]):
+            for align, half in ((False, False), (True, False), (False, True)):
+                kw = {"align_corners": align, "half_pixel_centers": half}
+                out.append(R.ResizeBicubic(images=x, size=tf.constant(size), **kw))
+        return out
+
+    return Fixture("resize_bicubic", f, [x], {"ResizeBicubic"})
+
+
 def main() -> int:
     import keras
 
@@ -216,6 +232,7 @@ def main() -> int:
         pooling_fixture(),
         batchnorm_fixture(),
         resize_fixture(),
+        resize_bicubic_fixture(),
     ]
     for fx in fixtures:
         build(fx)

@@ -1,4 +1,4 @@
-"""Image resizing: ResizeBilinear and ResizeNearestNeighbor (NHWC).
+"""Image resizing: ResizeBilinear, ResizeNearestNeighbor and ResizeBicubic (NHWC).
 
 Sizes are static, so every output row (and column) has static source taps and a static lerp,
 computed in float32 with TF's coordinate formulas (``image_resizer_state.h``,
@@ -8,6 +8,7 @@ the lower taps (and another the upper ones), blended as TF blends them, ``a + (b
 with the lerp broadcast along the axis. Gathers, broadcasts and the arithmetic all fuse into
 one loop with the neighbouring elementwise ops (and a concatenation), whose innermost loop runs
 over the contiguous channels: four loads and three lerps per bilinear output, no wasted work.
+Bicubic takes four gathers per axis, summed with their constant weights (``resize_bicubic_op.cc``).
 """
 
 from __future__ import annotations
@@ -105,6 +106,19 @@ def resample_axis(b: ComputationBuilder, x: Instruction, axis: int, taps: Taps) 
 def _resize(
     ctx: TranslationContext, node: Node, x: Instruction, size: Instruction, taps: TapsFn
 ) -> Instruction:
+    out, align, half = _resize_options(ctx, node, x, size)
+    shape = x.array_shape
+    # Width first, then height: TF blends each row horizontally, then the rows vertically.
+    for axis in (2, 1):
+        axis_taps = taps(shape.dims[axis], out[axis - 1], align, half)
+        x = resample_axis(ctx.builder, x, axis, axis_taps)
+    return x
+
+
+def _resize_options(
+    ctx: TranslationContext, node: Node, x: Instruction, size: Instruction
+) -> tuple[list[int], bool, bool]:
+    """The output size (height, width), align_corners and half_pixel_centers, checked."""
     shape = x.array_shape
     if node.str_attr("data_format", "NHWC") != "NHWC" or shape.rank != 4:
         raise UnsupportedError(f"only rank-4 NHWC images are supported, got {shape}")
@@ -117,11 +131,80 @@ def _resize(
     )
     if align and half:
         raise UnsupportedError("align_corners and half_pixel_centers cannot both be true")
-    # Width first, then height: TF blends each row horizontally, then the rows vertically.
-    for axis in (2, 1):
-        axis_taps = taps(shape.dims[axis], out[axis - 1], align, half)
-        x = resample_axis(ctx.builder, x, axis, axis_taps)
-    return x
+    return out, align, half
+
+
+# TF's bicubic weights come from a table of kTableSize steps of the cubic convolution kernel.
+_CUBIC_TABLE_SIZE = 1024
+
+
+def _cubic_table(a: float) -> np.ndarray:
+    """TF's GetCoeffsTable: [i, 0] the kernel at i/size, [i, 1] at i/size + 1 (float32)."""
+    x = np.arange(_CUBIC_TABLE_SIZE + 1, dtype=np.float32) / np.float32(_CUBIC_TABLE_SIZE)
+    a32, one = np.float32(a), np.float32(1)
+    near = ((a32 + 2) * x - (a32 + 3)) * x * x + one
+    far = x + one
+    far = ((a32 * far - 5 * a32) * far + 8 * a32) * far - 4 * a32
+    return np.stack([near, far], axis=1).astype(np.float32)
+
+
+def bicubic_taps(
+    in_size: int, out_size: int, align_corners: bool, half_pixel: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """TF's GetWeightsAndIndices: source indices and weights [4, out]. With half-pixel
+    centers (Keys' kernel, a = -0.5) taps outside the image weigh 0 and the rest are
+    renormalized; otherwise (a = -0.75) edge pixels repeat."""
+    scale = _scale(in_size, out_size, align_corners)
+    o = np.arange(out_size, dtype=np.float32)
+    pos = (o + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel else o * scale
+    floor = np.floor(pos)
+    offset = np.rint((pos - floor) * np.float32(_CUBIC_TABLE_SIZE)).astype(np.int64)
+    table = _cubic_table(-0.5 if half_pixel else -0.75)
+    weights = np.stack(
+        [
+            table[offset, 1],
+            table[offset, 0],
+            table[_CUBIC_TABLE_SIZE - offset, 0],
+            table[_CUBIC_TABLE_SIZE - offset, 1],
+        ]
+    )
+    wanted = floor.astype(np.int64) + np.arange(-1, 3).reshape(4, 1)
+    index = np.clip(wanted, 0, in_size - 1)
+    if half_pixel:
+        weights = np.where(index == wanted, weights, np.float32(0))
+        total = weights.sum(axis=0, dtype=np.float32)
+        usable = np.abs(total) >= 1000 * np.finfo(np.float32).tiny
+        weights = np.where(usable, weights * (np.float32(1) / np.where(usable, total, 1)), weights)
+    return index, weights.astype(np.float32)
+
+
+def _bicubic_axis(
+    b: ComputationBuilder, x: Instruction, axis: int, out_size: int, align: bool, half: bool
+) -> Instruction:
+    """``axis`` of ``x`` resampled as TF's bicubic does: w0*v0 + w1*v1 + w2*v2 + w3*v3."""
+    shape = x.array_shape
+    index, weights = bicubic_taps(shape.dims[axis], out_size, align, half)
+    total: Instruction | None = None
+    for k in range(4):
+        tap = take(b, x, axis, index[k])
+        dims = tap.array_shape.dims
+        weight = b.broadcast(b.constant(weights[k], shape.dtype), dims, (axis,))
+        term = b.binary(Opcode.MULTIPLY, tap, weight)
+        total = term if total is None else b.binary(Opcode.ADD, total, term)
+    assert total is not None
+    return total
+
+
+@translates("ResizeBicubic", note=_NOTE + "; computes in float32")
+def resize_bicubic(
+    ctx: TranslationContext, node: Node, images: Instruction, size: Instruction
+) -> Instruction:
+    if images.array_shape.dtype is not PrimitiveType.F32:
+        images = ctx.builder.convert(images, PrimitiveType.F32)  # TF's output is float32
+    out, align, half = _resize_options(ctx, node, images, size)
+    for axis in (2, 1):  # width first, then height, as TF's cached rows do
+        images = _bicubic_axis(ctx.builder, images, axis, out[axis - 1], align, half)
+    return images
 
 
 @translates("ResizeBilinear", note=_NOTE + "; computes in float32")
