@@ -219,6 +219,21 @@ def resize_bicubic_fixture() -> Fixture:
     return Fixture("resize_bicubic", f, [x], {"ResizeBicubic"})
 
 
+def resize_area_fixture() -> Fixture:
+    r = rng(109)
+    x = normal(r, [2, 6, 7, 3])
+
+    @tf.function(input_signature=[spec([2, 6, 7, 3], name="x")])
+    def f(x):
+        out = []
+        for size in ([3, 3], [4, 5], [6, 7], [9, 10], [1, 1]):
+            for align in (False, True):
+                out.append(R.ResizeArea(images=x, size=tf.constant(size), align_corners=align))
+        return out
+
+    return Fixture("resize_area", f, [x], {"ResizeArea"})
+
+
 def main() -> int:
     import keras
 
@@ -233,6 +248,7 @@ def main() -> int:
         batchnorm_fixture(),
         resize_fixture(),
         resize_bicubic_fixture(),
+        resize_area_fixture(),
     ]
     for fx in fixtures:
         build(fx)

@@ -1,4 +1,4 @@
-"""Image resizing: ResizeBilinear, ResizeNearestNeighbor and ResizeBicubic (NHWC).
+"""Image resizing: ResizeBilinear, ResizeNearestNeighbor, ResizeBicubic and ResizeArea (NHWC).
 
 Sizes are static, so every output row (and column) has static source taps and a static lerp,
 computed in float32 with TF's coordinate formulas (``image_resizer_state.h``,
@@ -8,7 +8,8 @@ the lower taps (and another the upper ones), blended as TF blends them, ``a + (b
 with the lerp broadcast along the axis. Gathers, broadcasts and the arithmetic all fuse into
 one loop with the neighbouring elementwise ops (and a concatenation), whose innermost loop runs
 over the contiguous channels: four loads and three lerps per bilinear output, no wasted work.
-Bicubic takes four gathers per axis, summed with their constant weights (``resize_bicubic_op.cc``).
+Bicubic (``resize_bicubic_op.cc``) and area (``resize_area_op.cc``) resampling take a few
+gathers per axis, summed with constant weights.
 """
 
 from __future__ import annotations
@@ -178,42 +179,81 @@ def bicubic_taps(
     return index, weights.astype(np.float32)
 
 
-def _bicubic_axis(
-    b: ComputationBuilder, x: Instruction, axis: int, out_size: int, align: bool, half: bool
+def weighted_axis(
+    b: ComputationBuilder, x: Instruction, axis: int, index: np.ndarray, weights: np.ndarray
 ) -> Instruction:
-    """``axis`` of ``x`` resampled as TF's bicubic does: w0*v0 + w1*v1 + w2*v2 + w3*v3."""
-    shape = x.array_shape
-    index, weights = bicubic_taps(shape.dims[axis], out_size, align, half)
+    """``axis`` of ``x`` resampled as a weighted sum of taps, in tap order: output ``o`` is
+    ``sum_k weights[k, o] * x[..., index[k, o], ...]``."""
     total: Instruction | None = None
-    for k in range(4):
+    for k in range(len(index)):
         tap = take(b, x, axis, index[k])
         dims = tap.array_shape.dims
-        weight = b.broadcast(b.constant(weights[k], shape.dtype), dims, (axis,))
+        weight = b.broadcast(b.constant(weights[k], x.array_shape.dtype), dims, (axis,))
         term = b.binary(Opcode.MULTIPLY, tap, weight)
         total = term if total is None else b.binary(Opcode.ADD, total, term)
     assert total is not None
     return total
 
 
+def area_taps(in_size: int, out_size: int, align_corners: bool) -> tuple[np.ndarray, np.ndarray]:
+    """TF's ResizeArea coverage along one axis: each output cell averages the input cells
+    [o*scale, (o+1)*scale) overlaps, weighted by the overlap (padded with zero weights to
+    the widest cell; indices past the edge clamp, as TF's BoundIfNeeded)."""
+    scale = _scale(in_size, out_size, align_corners)
+    lo = np.arange(out_size, dtype=np.float32) * scale
+    hi = (np.arange(out_size, dtype=np.float32) + 1) * scale
+    start, end = np.floor(lo).astype(np.int64), np.ceil(hi).astype(np.int64)
+    width = int((end - start).max())
+    cells = start + np.arange(width).reshape(-1, 1)  # [width, out]
+    i = cells.astype(np.float32)
+    inside = np.where(i + 1 > hi, hi - i, np.float32(1))
+    first = np.where(i + 1 > hi, scale, i + 1 - lo)
+    weights = np.where(i < lo, first, inside).astype(np.float32)
+    weights = np.where(cells < end, weights, np.float32(0))
+    return np.clip(cells, 0, in_size - 1), weights
+
+
 @translates("ResizeBicubic", note=_NOTE + "; computes in float32")
 def resize_bicubic(
     ctx: TranslationContext, node: Node, images: Instruction, size: Instruction
 ) -> Instruction:
-    if images.array_shape.dtype is not PrimitiveType.F32:
-        images = ctx.builder.convert(images, PrimitiveType.F32)  # TF's output is float32
+    images = _as_f32(ctx, images)
     out, align, half = _resize_options(ctx, node, images, size)
     for axis in (2, 1):  # width first, then height, as TF's cached rows do
-        images = _bicubic_axis(ctx.builder, images, axis, out[axis - 1], align, half)
+        index, weights = bicubic_taps(images.array_shape.dims[axis], out[axis - 1], align, half)
+        images = weighted_axis(ctx.builder, images, axis, index, weights)
     return images
+
+
+@translates("ResizeArea", note="NHWC; size constant; align_corners; computes in float32")
+def resize_area(
+    ctx: TranslationContext, node: Node, images: Instruction, size: Instruction
+) -> Instruction:
+    images = _as_f32(ctx, images)
+    out, align, _ = _resize_options(ctx, node, images, size)
+    scale = np.float32(1)
+    for axis in (2, 1):
+        in_size = images.array_shape.dims[axis]
+        index, weights = area_taps(in_size, out[axis - 1], align)
+        images = weighted_axis(ctx.builder, images, axis, index, weights)
+        scale *= _scale(in_size, out[axis - 1], align)
+    # TF scales the summed coverage by 1 / (height_scale * width_scale) at the end.
+    return ctx.builder.binary(
+        Opcode.MULTIPLY, images, ctx.splat(float(np.float32(1) / scale), images)
+    )
+
+
+def _as_f32(ctx: TranslationContext, images: Instruction) -> Instruction:
+    if images.array_shape.dtype is PrimitiveType.F32:
+        return images
+    return ctx.builder.convert(images, PrimitiveType.F32)  # TF's output is float32
 
 
 @translates("ResizeBilinear", note=_NOTE + "; computes in float32")
 def resize_bilinear(
     ctx: TranslationContext, node: Node, images: Instruction, size: Instruction
 ) -> Instruction:
-    if images.array_shape.dtype is not PrimitiveType.F32:
-        images = ctx.builder.convert(images, PrimitiveType.F32)  # TF's output is float32
-    return _resize(ctx, node, images, size, bilinear_taps)
+    return _resize(ctx, node, _as_f32(ctx, images), size, bilinear_taps)
 
 
 @translates("ResizeNearestNeighbor", note=_NOTE)
