@@ -44,7 +44,6 @@ MODELS: list[tuple[str, int]] = [
     ("Xception", 96),
     ("InceptionV3", 96),
     ("VGG16", 96),
-    ("RegNetX002", 96),
     ("EfficientNetV2B0", 96),
     ("ResNet50V2", 96),
     ("InceptionResNetV2", 96),
@@ -120,7 +119,7 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows: list[dict], limit_s: int) -> str:
+def markdown(rows: list[dict], limit_s: int, version: str) -> str:
     """The report: one table row per model, then the union of missing ops."""
     union: dict[str, int] = {}
     out = [
@@ -130,6 +129,8 @@ def markdown(rows: list[dict], limit_s: int) -> str:
         "`weights=None`, batch 1, frozen like the test fixtures, then `aotc inspect` (missing",
         f"ops, with node counts) and `aotc compile --no-cache` limited to {limit_s} s, one model",
         "at a time on a shared 2-core machine (compile seconds are wall time under that load).",
+        "(Keras 3 has no RegNet models.)",
+        f"Measured with {version}, TensorFlow {tf.__version__}, Keras {keras.__version__}.",
         "",
         "| model | input | #nodes | missing ops | compiles | compile s |",
         "|---|---|---:|---|---|---:|",
@@ -154,6 +155,7 @@ def markdown(rows: list[dict], limit_s: int) -> str:
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--aotc", default="aotc", help="the aotc executable")
+    p.add_argument("--label", help="which aotc, for the doc (default: aotc --version)")
     p.add_argument("--work-dir", type=Path, default=Path("build/keras_apps"))
     p.add_argument("--doc", type=Path, default=REPO / "docs" / "keras_applications.md")
     p.add_argument("--models", nargs="*", help="only these (default: all, smallest first)")
@@ -170,6 +172,8 @@ def main() -> int:
     args.compile_until = start + args.compile_budget_s
     args.work_dir.mkdir(parents=True, exist_ok=True)
     results = args.work_dir / "results.json"
+    version = args.label or subprocess.run([args.aotc, "--version"], capture_output=True, text=True)
+    version = version if isinstance(version, str) else version.stdout.strip()
     done = {r["model"]: r for r in json.loads(results.read_text())} if results.exists() else {}
     for name, side in MODELS:
         if args.models and name not in args.models or name in done:
@@ -179,10 +183,15 @@ def main() -> int:
         done[name] = measure(name, side, args)
         print(json.dumps(done[name]), flush=True)
         results.write_text(json.dumps(list(done.values()), indent=1))
-        order = [m for m, _ in MODELS]
-        rows = sorted(done.values(), key=lambda r: order.index(r["model"]))
-        args.doc.write_text(markdown(rows, args.limit_s))
+        write_doc(done, args, version)
+    write_doc(done, args, version)
     return 0
+
+
+def write_doc(done: dict[str, dict], args: argparse.Namespace, version: str) -> None:
+    order = [m for m, _ in MODELS]
+    rows = sorted(done.values(), key=lambda r: order.index(r["model"]))
+    args.doc.write_text(markdown(rows, args.limit_s, version))
 
 
 if __name__ == "__main__":
