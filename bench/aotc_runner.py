@@ -88,7 +88,9 @@ def compile_model(
 ) -> float:
     """Runs ``aotc compile`` (no cache) into ``work/name.{o,h}``; returns the seconds it took."""
     work.mkdir(parents=True, exist_ok=True)
+    # --name: the driver calls <name>_run_buffers whatever prefix the file name would give
     cmd = [aotc, "compile", "-q", str(graph), "-c", str(config), "-o", str(work / name)]
+    cmd += ["--name", name]
     cmd += extra or []
     start = time.perf_counter()
     done = subprocess.run([*cmd, "--no-cache"], capture_output=True, text=True, timeout=1800)
