@@ -25,6 +25,10 @@ class ControlFlow:
     loops: dict[int, tuple[ir.Block, ir.Block, ir.Block]] = field(default_factory=dict)
     branches: dict[int, tuple[list[ir.Block], ir.Block]] = field(default_factory=dict)
 
+    def is_open(self) -> bool:
+        """Whether the builder is inside a loop or a branch."""
+        return bool(self.loops or self.branches)
+
     def start_loop(self, loop: Instruction) -> None:
         b = self.builder
         blocks = tuple(b.append_basic_block(f"{loop.name}.{part}") for part in _LOOP_PARTS)

@@ -39,8 +39,13 @@ from aotc.codegen.buffers import (
 from aotc.codegen.control_flow import ControlFlow
 from aotc.codegen.dispatch import CpuLevel, emit_cpu_level, emit_dispatch
 from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64, load_element, readonly_global
-from aotc.codegen.kernels import kernel_emitter, kernel_packed_operands, kernel_scratch_bytes
-from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
+from aotc.codegen.kernels import (
+    kernel_emitter,
+    kernel_packed_operands,
+    kernel_parts,
+    kernel_scratch_bytes,
+)
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import function_builder
 from aotc.codegen.program import (
@@ -168,7 +173,7 @@ def _new_entry(
     if once is not None:
         fn.linkage = "internal"
     mark_function(fn, level.vector)
-    builder = function_builder(fn)  # buffer pointers go to the entry block: they dominate all
+    builder = function_builder(fn)  # the entry block: pointers loops and branches use
     args, results, temp = fn.args
     entry = _Entry(llvm_module, builder, args, results, temp, constants, level.vector)
     entry.flow = ControlFlow(builder)
@@ -317,17 +322,26 @@ def _constant_global(llvm_module: ir.Module, inst: Instruction) -> ir.GlobalVari
 
 
 def _pointer(entry: _Entry, buffer: Buffer) -> ir.Value:
+    """The buffer's address, computed where it is used outside loops and branches.
+
+    Straight-line code computes each pointer just before its kernel: hoisted, thousands of
+    pointers (a model with 5,000 inputs) would all be live at once, and LLVM's instruction
+    scheduler and register allocator take time quadratic in what is live. Inside a loop or
+    branch the pointer is computed once in the entry block, which dominates every block.
+    """
     key = Buffer(buffer.kind, buffer.index, buffer.offset)
-    if key not in entry.pointers:
-        entry.pointers[key] = _materialize(entry, buffer)
-    return entry.pointers[key]
-
-
-def _materialize(entry: _Entry, buffer: Buffer) -> ir.Value:
-    # In the entry block, which dominates every block the program's loops and branches add.
+    if key in entry.pointers:
+        return entry.pointers[key]
+    if entry.flow is None or not entry.flow.is_open():
+        return _materialize(entry, buffer, entry.builder)
     block = entry.builder.function.entry_basic_block
     b = ir.IRBuilder(block)
     b.position_before(block.terminator)
+    entry.pointers[key] = _materialize(entry, buffer, b)
+    return entry.pointers[key]
+
+
+def _materialize(entry: _Entry, buffer: Buffer, b: ir.IRBuilder) -> ir.Value:
     if buffer.kind is BufferKind.CONSTANT:
         return entry.constants[buffer.index]
     if buffer.kind is BufferKind.TEMP:
@@ -346,9 +360,26 @@ def _materialize(entry: _Entry, buffer: Buffer) -> ir.Value:
 
 
 def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment) -> None:
+    parts = kernel_parts(inst)
+    if parts is None:
+        _call_kernel_part(entry, inst, assignment, None, f"kernel.{inst.name}")
+    for k, part in enumerate(parts or []):
+        _call_kernel_part(entry, inst, assignment, part, f"kernel.{inst.name}.part{k}")
+
+
+def _call_kernel_part(
+    entry: _Entry,
+    inst: Instruction,
+    assignment: BufferAssignment,
+    part: KernelPart | None,
+    name: str,
+) -> None:
+    """Emit and call the function computing ``inst`` (its ``part``, or all of it)."""
     location = assignment.location(inst)
     outputs = list(location) if isinstance(location, tuple) else [location]
-    operand_buffers = [assignment.buffer(op) for op in inst.operands]
+    numbers = part.operands if part is not None else range(len(inst.operands))
+    operands = inst.operands[numbers.start : numbers.stop]
+    operand_buffers = [assignment.buffer(op) for op in operands]
     emitter = kernel_emitter(inst)
     first = outputs[0]
     aliased = frozenset(
@@ -356,18 +387,19 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
         for n, buf in enumerate(operand_buffers)
         if isinstance(first, Buffer) and buf.same_bytes(first)
     )
-    level = _level(entry, byte_size(inst) + sum(byte_size(op) for op in inst.operands))
+    level = _level(entry, byte_size(inst) + sum(byte_size(op) for op in operands))
     # the scratch pointer travels as one more input, after the operands
     scratch = assignment.scratch if kernel_scratch_bytes(inst, level.vector) > 0 else None
     extra = [scratch] if scratch is not None else []
 
     def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
-        operand_ptrs = ins[: len(inst.operands)]
-        readers = [
-            _operand_reader(op, ptr) for op, ptr in zip(inst.operands, operand_ptrs, strict=True)
-        ]
-        scratch_ptr = ins[len(inst.operands)] if extra else None
-        io = KernelIO(inst, outs, readers, list(operand_ptrs), scratch_ptr, level.vector, aliased)
+        operand_ptrs = ins[: len(operands)]
+        readers = [_operand_reader(op, ptr) for op, ptr in zip(operands, operand_ptrs, strict=True)]
+        scratch_ptr = ins[len(operands)] if extra else None
+        io = KernelIO(
+            inst, outs, readers, list(operand_ptrs), scratch_ptr, level.vector, aliased,
+            part=part,
+        )  # fmt: skip
         emitter(b, io)
 
     out_ptrs = [_pointer(entry, buf) for buf in outputs]  # type: ignore[arg-type]
@@ -375,7 +407,7 @@ def _call_kernel(entry: _Entry, inst: Instruction, assignment: BufferAssignment)
     buffers = [*outputs, *operand_buffers, *extra]
     _call_function(
         entry,
-        f"kernel.{inst.name}",
+        name,
         out_ptrs,
         in_ptrs,
         body,
@@ -488,9 +520,44 @@ def _emit_typed_entry(
     b.ret(b.call(run_buffers, [args, results, fn.args[-1]]))
 
 
+#: Pointers ``<name>_run`` stores into its tables per helper call: thousands of stores in one
+#: function cost LLVM's store optimizations time quadratic in them.
+POINTERS_PER_STORE = 32
+
+
 def _pointer_array(b: ir.IRBuilder, pointers: Sequence[ir.Value]) -> ir.Value:
-    array = alloca(b, ir.ArrayType(PTR, max(len(pointers), 1)))
-    for k, ptr in enumerate(pointers):
+    """An array holding ``pointers``: stored in place, or by helpers when there are many."""
+    count = len(pointers)
+    if count <= POINTERS_PER_STORE:
+        array = alloca(b, ir.ArrayType(PTR, max(count, 1)))
+        _store_pointers(b, array, pointers)
+        return array
+    step = POINTERS_PER_STORE
+    array = alloca(b, ir.ArrayType(PTR, -(-count // step) * step))  # whole helper calls
+    store = _pointer_store_helper(b.module)
+    padding = [ir.Constant(PTR, None)] * (-count % step)
+    padded = [*pointers, *padding]
+    for k in range(0, count, step):
         slot = b.gep(array, [i64(0), i64(k)], inbounds=True, source_etype=array.allocated_type)
-        b.store(ptr, slot)
+        b.call(store, [slot, *padded[k : k + step]])
     return array
+
+
+def _store_pointers(b: ir.IRBuilder, array: ir.Value, pointers: Sequence[ir.Value]) -> None:
+    for k, ptr in enumerate(pointers):
+        b.store(ptr, b.gep(array, [i64(k)], inbounds=True, source_etype=PTR))
+
+
+def _pointer_store_helper(module: ir.Module) -> ir.Function:
+    """``void store(ptr to, ptr p0, ..., p31)``: to[i] = p_i (one per module)."""
+    name = "aotc.store_pointers"
+    if name in module.globals:
+        return module.globals[name]
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * (1 + POINTERS_PER_STORE)), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")  # inlined, the stores would be one block again
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    _store_pointers(b, fn.args[0], fn.args[1:])
+    b.ret_void()
+    return fn

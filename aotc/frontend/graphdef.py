@@ -10,8 +10,9 @@ from typing import NoReturn
 from google.protobuf import message, text_format
 
 from aotc.errors import GraphError, InputFileError
+from aotc.frontend.function_library import Library
 from aotc.frontend.functionalize import functionalize, has_v1_control_flow
-from aotc.frontend.inline import Library, functions_of, inline_functions, needs_inlining
+from aotc.frontend.inline import functions_of, inline_functions, needs_inlining
 from aotc.frontend.node import Node
 from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef

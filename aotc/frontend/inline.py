@@ -20,8 +20,9 @@ body consumes (TF runs a function's stateful nodes whether or not its results ne
 a side-effecting node in a function is as visible to pruning as one in the top-level graph.
 
 Calls are expanded from a worklist, never by recursion; a function that calls itself (directly
-or through others) is an error naming the chain, and so is an expansion past
-``MAX_INLINED_NODES`` nodes.
+or through others) is an error naming the chain. A call of a pure function repeated with the
+same inputs is expanded once (``function_library.py``), and an expansion past
+``MAX_INLINED_NODES`` nodes is refused before it starts, naming the call.
 """
 
 from __future__ import annotations
@@ -29,12 +30,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from aotc.errors import GraphError, UnsupportedError
+from aotc.frontend.function_library import (
+    CALL_OPS,
+    CallKey,
+    Library,
+    LibraryFacts,
+    call_key,
+    called_function,
+    repeated_call,
+)
 from aotc.proto import aotc_tf_pb2 as pb
 
-CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
-MAX_INLINED_NODES = 1 << 21
-
-Library = dict[str, pb.FunctionDef]  # a graph's function library by function name
+#: Nodes inlining may give at most: about a minute of compile time.
+MAX_INLINED_NODES = 1 << 19
 
 # Ops whose outputs span several output arguments, each one tensor; every other op has one
 # output argument (possibly a list, like Split's), so ``node:arg:i`` is output ``i``.
@@ -83,13 +91,6 @@ def functions_of(graph: pb.GraphDef) -> Library:
     return {f.signature.name: f for f in graph.library.function}
 
 
-def called_function(node: pb.NodeDef, library: Iterable[str]) -> str | None:
-    """The library function ``node`` calls, if it is a call."""
-    if node.op in CALL_OPS:
-        return node.attr["f"].func.name
-    return node.op if node.op in library else None
-
-
 class _Inliner:
     """Expands calls depth-first from an explicit stack; each entry carries its call chain."""
 
@@ -97,24 +98,40 @@ class _Inliner:
         self.library = library
         self.path = path
         self.names = _Names(taken)
+        self.facts = LibraryFacts(library)
+        self.expanded: dict[CallKey, str] = {}  # a pure call -> the call expanded for it
 
     def run(self, nodes: Iterable[pb.NodeDef], out: pb.GraphDef) -> None:
         """Append ``nodes`` to ``out`` with every call replaced by its callee's body."""
-        stack: list[tuple[pb.NodeDef, tuple[str, ...]]] = [(n, ()) for n in reversed(list(nodes))]
+        nodes = list(nodes)
+        self._check_size(nodes)
+        stack: list[tuple[pb.NodeDef, tuple[str, ...]]] = [(n, ()) for n in reversed(nodes)]
         while stack:
             node, chain = stack.pop()
             name = called_function(node, self.library)
             if name is None:
                 out.node.append(node)
-                if len(out.node) > MAX_INLINED_NODES:
-                    raise GraphError(
-                        f"{self.path}: inlining function calls gives more than "
-                        f"{MAX_INLINED_NODES} nodes (node '{node.name}')"
-                    )
                 continue
             fn = self._function(node, name, chain)
+            if name in self.facts.pure:
+                first = self.expanded.setdefault(call_key(node, name), node.name)
+                if first != node.name:
+                    out.node.append(repeated_call(node, first, fn))
+                    continue
             body = self._inlined_body(node, fn)
             stack.extend((n, (*chain, name)) for n in reversed(body))
+
+    def _check_size(self, nodes: list[pb.NodeDef]) -> None:
+        sizes = list(self.facts.node_sizes(nodes))
+        if sum(sizes) <= MAX_INLINED_NODES:
+            return
+        biggest = max(range(len(nodes)), key=sizes.__getitem__)
+        node = nodes[biggest]
+        raise GraphError(
+            f"{self.path}: inlining function calls gives more than {MAX_INLINED_NODES} nodes: "
+            f"node '{node.name}' calls function '{called_function(node, self.library)}', "
+            f"which expands to {sizes[biggest]} nodes"
+        )
 
     def _function(self, node: pb.NodeDef, name: str, chain: tuple[str, ...]) -> pb.FunctionDef:
         if name not in self.library:

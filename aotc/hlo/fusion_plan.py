@@ -57,6 +57,11 @@ from aotc.hlo.opcodes import CONTRACTIONS, DATA_MOVEMENT, ELEMENTWISE, EXPENSIVE
 #: generators nests a few Python frames per level, and this keeps them far from the limit.
 MAX_FUSION_DEPTH = 200
 
+#: Operands a member may have at most (a concatenation of thousands of tensors has more): the
+#: fused emitter writes one loop per concatenated operand into one LLVM function, whose
+#: optimization costs time quadratic in them. Codegen splits an unfused one into parts.
+MAX_FUSED_OPERANDS = 32
+
 #: Opcodes a loop or row group may contain (the elemental emitter has generators for them).
 ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT}
 
@@ -203,6 +208,8 @@ def keeps_plan(
 
 
 def _elemental_or_reduce(inst: Instruction) -> bool:
+    if len(inst.operands) > MAX_FUSED_OPERANDS:
+        return False
     if inst.opcode is Opcode.REDUCE:
         return len(inst.operands) == 2
     if inst.opcode is Opcode.CONSTANT:

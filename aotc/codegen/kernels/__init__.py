@@ -7,7 +7,9 @@ scratch an opcode's kernel needs for an instruction on a target (absent: none).
 
 from __future__ import annotations
 
-from aotc.codegen.kernels.base import KernelEmitter, PackedOperands, ScratchSize
+from collections.abc import Callable
+
+from aotc.codegen.kernels.base import KernelEmitter, KernelPart, PackedOperands, ScratchSize
 from aotc.codegen.kernels.conv import (
     conv_packed_operands,
     conv_scratch_bytes,
@@ -15,7 +17,7 @@ from aotc.codegen.kernels.conv import (
 )
 from aotc.codegen.kernels.dot import dot_packed_operands, dot_scratch_bytes, emit_dot_kernel
 from aotc.codegen.kernels.dynamic_update_slice import emit_dynamic_update_slice_kernel
-from aotc.codegen.kernels.elemental import emit_elemental_kernel
+from aotc.codegen.kernels.elemental import concat_parts, emit_elemental_kernel
 from aotc.codegen.kernels.fusion import (
     emit_fusion_kernel,
     fusion_packed_operands,
@@ -67,6 +69,20 @@ PACKED: dict[Opcode, PackedOperands] = {
     Opcode.FUSION: fusion_packed_operands,
     Opcode.CONVOLUTION: conv_packed_operands,
 }
+
+
+#: Opcodes whose kernel may be several functions, each computing the output's part from a range
+#: of the operands (the hook's None, or absent: one function of all operands). A function with
+#: thousands of operands costs LLVM time quadratic in them (its calls' stack arguments, loops).
+PARTS: dict[Opcode, Callable[[Instruction], list[KernelPart] | None]] = {
+    Opcode.CONCATENATE: concat_parts,
+}
+
+
+def kernel_parts(inst: Instruction) -> list[KernelPart] | None:
+    """The functions of ``inst``'s kernel when it is emitted in parts (see ``PARTS``)."""
+    parts = PARTS.get(inst.opcode)
+    return parts(inst) if parts is not None else None
 
 
 def kernel_emitter(inst: Instruction) -> KernelEmitter:

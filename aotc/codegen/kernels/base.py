@@ -28,6 +28,15 @@ from aotc.hlo.shape import Shape
 ElementGenerator = Callable[[ir.IRBuilder, Sequence[ir.Value]], ir.Value]
 
 
+@dataclass(frozen=True)
+class KernelPart:
+    """One function of a kernel emitted in parts: it reads the operands numbered ``operands``
+    and writes the output from ``offset`` on along the dimension the parts split."""
+
+    operands: range
+    offset: int
+
+
 @dataclass
 class KernelIO:
     """The instruction a kernel computes, its output pointers and its operands' generators.
@@ -35,7 +44,8 @@ class KernelIO:
     ``pointers[i]`` is operand ``i``'s row-major buffer, or None where the operand is computed
     on the fly (a fused producer) or not known to be a plain buffer; ``scratch`` points to
     ``SCRATCH[opcode](inst, vector)`` bytes of 64-byte aligned scratch (None when the hook
-    asked for none); ``vector`` is the target's SIMD shape.
+    asked for none); ``vector`` is the target's SIMD shape. A kernel emitted in parts
+    (``PARTS`` in ``kernels/__init__.py``) gets the operands of one ``part``.
     """
 
     inst: Instruction
@@ -45,6 +55,7 @@ class KernelIO:
     scratch: ir.Value | None = None
     vector: VectorInfo = GENERIC
     aliased: frozenset[int] = frozenset()  # operands whose buffer is the output's (in place)
+    part: KernelPart | None = None  # the part of the kernel this function computes
 
     def pointer(self, number: int) -> ir.Value | None:
         """Operand ``number``'s buffer pointer, if it has one."""

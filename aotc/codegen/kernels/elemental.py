@@ -27,10 +27,11 @@ from aotc.codegen.irtypes import (
     row_major_strides,
     store_element,
 )
-from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart
 from aotc.codegen.kernels.scalar_ops import convert, emit_scalar
 from aotc.codegen.loops import loop_nest
 from aotc.errors import CodegenError
+from aotc.hlo.fusion_plan import MAX_FUSED_OPERANDS
 from aotc.hlo.ir import (
     ELEMENTWISE,
     Computation,
@@ -290,22 +291,28 @@ def _prefix_sums(sizes: Sequence[int]) -> list[int]:
 def _concat_element(
     b: ir.IRBuilder, index: Index, dim: int, pieces: Sequence[tuple[ElementGenerator, int, int]]
 ) -> ir.Value:
-    """Branch to the one operand that holds ``index`` and merge the values with a phi."""
+    """Branch to the one operand that holds ``index`` and merge the values with a phi.
+
+    The branches are a binary search over the operands' starts: a chain of one test per
+    operand would cost LLVM time quadratic in the number of operands (thousands, from a
+    ``ConcatV2`` of that many tensors) and each element as many tests.
+    """
     if len(pieces) == 1:
         return _concat_piece(b, index, dim, pieces[0])
     done = b.append_basic_block("concat.done")
     incoming: list[tuple[ir.Value, ir.Block]] = []
-    for piece in pieces[:-1]:
-        here = b.append_basic_block("concat.piece")
-        later = b.append_basic_block("concat.next")
-        _, start, size = piece
-        b.cbranch(b.icmp_unsigned("<", index[dim], i64(start + size)), here, later)
-        b.position_at_end(here)
-        incoming.append((_concat_piece(b, index, dim, piece), b.block))
-        b.branch(done)
-        b.position_at_end(later)
-    incoming.append((_concat_piece(b, index, dim, pieces[-1]), b.block))
-    b.branch(done)
+    pending: list[tuple[ir.Block, int, int]] = [(b.block, 0, len(pieces))]  # block, pieces lo:hi
+    while pending:
+        block, lo, hi = pending.pop()
+        b.position_at_end(block)
+        if hi - lo == 1:
+            incoming.append((_concat_piece(b, index, dim, pieces[lo]), b.block))
+            b.branch(done)
+            continue
+        mid = (lo + hi) // 2
+        low, high = b.append_basic_block("concat.low"), b.append_basic_block("concat.high")
+        b.cbranch(b.icmp_unsigned("<", index[dim], i64(pieces[mid][1])), low, high)
+        pending += [(high, mid, hi), (low, lo, mid)]
     b.position_at_end(done)
     phi = b.phi(incoming[0][0].type)
     for value, block in incoming:
@@ -415,7 +422,11 @@ def _clamp_index(b: ir.IRBuilder, value: ir.Value, high: int) -> ir.Value:
 
 
 def emit_elemental_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
-    """One loop nest over the output; each element comes from the instruction's generator."""
+    """One loop nest over the output; each element comes from the instruction's generator
+    (a concatenation: one loop nest per operand)."""
+    if io.inst.opcode is Opcode.CONCATENATE:
+        emit_concat_store_loops(b, io.inst, io.operands, io.outputs[0], io.part)
+        return
     generator = make_generator(io.inst, io.operands)
     emit_store_loop(b, generator, io.outputs[0], io.inst.array_shape)
 
@@ -427,23 +438,41 @@ def emit_store_loop(
         store_element(b, generator(b, index), out, shape, index)
 
 
+def concat_parts(concat: Instruction) -> list[KernelPart] | None:
+    """An unfused ``concatenate`` of many operands is emitted in parts: as many operands as
+    the fused emitter takes (``MAX_FUSED_OPERANDS``) per function."""
+    if len(concat.operands) <= MAX_FUSED_OPERANDS:
+        return None
+    dim = concat.attrs_as(Dimensions).dimensions[0]
+    starts = _prefix_sums([op.array_shape.dims[dim] for op in concat.operands])
+    step, n = MAX_FUSED_OPERANDS, len(concat.operands)
+    return [KernelPart(range(k, min(k + step, n)), starts[k]) for k in range(0, n, step)]
+
+
 def emit_concat_store_loops(
-    b: ir.IRBuilder, concat: Instruction, operands: Sequence[ElementGenerator], out: ir.Value
+    b: ir.IRBuilder,
+    concat: Instruction,
+    operands: Sequence[ElementGenerator],
+    out: ir.Value,
+    part: KernelPart | None = None,
 ) -> None:
     """A root ``concatenate``: one loop nest per operand over its part of the output.
 
-    The generic loop would branch to the operand inside the innermost loop, which stops LLVM
-    from vectorizing a concatenation along the last (channel) dimension.
+    ``operands`` generate all of ``concat``'s operands, or those of one kernel ``part``. The
+    generic loop would branch to the operand inside the innermost loop, which stops LLVM from
+    vectorizing a concatenation along the last (channel) dimension.
     """
     dim, shape = concat.attrs_as(Dimensions).dimensions[0], concat.array_shape
-    sizes = [op.array_shape.dims[dim] for op in concat.operands]
-    for generator, start, size in zip(operands, _prefix_sums(sizes), sizes, strict=True):
-        if size == 0:
-            continue
+    numbers = part.operands if part is not None else range(len(concat.operands))
+    start = part.offset if part is not None else 0
+    for generator, number in zip(operands, numbers, strict=True):
+        size = concat.operands[number].array_shape.dims[dim]
         dims = [*shape.dims[:dim], size, *shape.dims[dim + 1 :]]
-        with not_unrolled(b), loop_nest(b, dims) as index:
-            at = [*index[:dim], add_nuw(b, index[dim], i64(start)), *index[dim + 1 :]]
-            store_element(b, generator(b, index), out, shape, at)
+        if size > 0:
+            with not_unrolled(b), loop_nest(b, dims) as index:
+                at = [*index[:dim], add_nuw(b, index[dim], i64(start)), *index[dim + 1 :]]
+                store_element(b, generator(b, index), out, shape, at)
+        start += size
 
 
 @contextmanager

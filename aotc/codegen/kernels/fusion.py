@@ -92,9 +92,17 @@ def _contraction(plan: FusionPlan) -> Instruction:
 
 
 def _generators(
-    comp: Computation, params: Sequence[ElementGenerator], special: Generators
+    comp: Computation,
+    params: Sequence[ElementGenerator],
+    special: Generators,
+    memoized: bool = True,
 ) -> Generators:
-    """Generators of every instruction but reduces; ``special`` ones are given."""
+    """Generators of every instruction but reduces; ``special`` ones are given.
+
+    A member read twice at the same index (``add(x, x)``) is emitted once where the first
+    value dominates the second (``_memoized``): composed without that, a chain of such
+    members emits code exponential in its length.
+    """
     gens: Generators = {}
     for inst in comp.post_order():
         if id(inst) in special:
@@ -102,8 +110,25 @@ def _generators(
         elif inst.opcode is Opcode.PARAMETER:
             gens[id(inst)] = params[parameter_number(inst)]
         elif inst.opcode not in (Opcode.REDUCE, Opcode.DOT):
-            gens[id(inst)] = make_generator(inst, [gens[id(op)] for op in inst.operands])
+            made = make_generator(inst, [gens[id(op)] for op in inst.operands])
+            gens[id(inst)] = _memoized(made) if memoized else made
     return gens
+
+
+def _memoized(generator: ElementGenerator) -> ElementGenerator:
+    """``generator``, reusing the value it gave for the same index values in the current block
+    (as XLA's fused emitter does: a value from another block might not dominate this one)."""
+    cache: dict[tuple[int, ...], tuple[Sequence[ir.Value], ir.Value]] = {}
+
+    def generate(b: ir.IRBuilder, index: Sequence[ir.Value]) -> ir.Value:
+        key = tuple(map(id, index))  # the cache keeps the index alive: its ids stay unique
+        _, value = cache.get(key, ((), None))
+        if value is None or (isinstance(value, ir.Instruction) and value.parent is not b.block):
+            value = generator(b, index)
+            cache[key] = (index, value)
+        return value
+
+    return generate
 
 
 def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
@@ -244,7 +269,7 @@ def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) ->
     def before_lane(b: ir.IRBuilder, number: int) -> None:
         lane[0] = number
 
-    scalars = _generators(comp, readers, {id(dot): dot_lane})
+    scalars = _generators(comp, readers, {id(dot): dot_lane}, memoized=False)  # lane state
     memo: Memo = {}
 
     params = [operand_vector_reader(op, p) for op, p in operands]
