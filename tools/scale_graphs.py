@@ -122,3 +122,58 @@ def write_savedmodel(graph: pb.GraphDef, folder: Path, feeds: list[str], fetch: 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "saved_model.pb").write_bytes(saved.SerializeToString(deterministic=True))
     return folder
+
+
+def doubling_calls_hlo(levels: int, same_operands: bool = True) -> str:
+    """HLO text: ``c_k(p) = c_{k-1}(p) + c_{k-1}(p)`` (or ``c_{k-1}(c_{k-1}(p))`` when not
+    ``same_operands``: an expansion ``2**levels`` long), ``c_0(p) = -p``."""
+    lines = ["HloModule doubling_calls", "c0 {", "  p0 = f32[4] parameter(0)"]
+    lines += ["  ROOT n0 = f32[4] negate(p0)", "}"]
+    for k in range(1, levels + 1):
+        second = f"p{k}" if same_operands else f"a{k}"
+        lines += [
+            f"c{k} {{",
+            f"  p{k} = f32[4] parameter(0)",
+            f"  a{k} = f32[4] call(p{k}), to_apply=c{k - 1}",
+            f"  b{k} = f32[4] call({second}), to_apply=c{k - 1}",
+            f"  ROOT s{k} = f32[4] add(a{k}, b{k})",
+            "}",
+        ]
+    lines += ["ENTRY main {", "  x = f32[4] parameter(0)"]
+    lines += [f"  y = f32[4] call(x), to_apply=c{levels}", "  ROOT r = (f32[4]) tuple(y)", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def doubling_loops_hlo(levels: int, same_operands: bool = True) -> str:
+    """HLO text: the body of loop ``k`` runs two loops with body ``k-1`` (from the same carry,
+    or the second from the first's result when not ``same_operands``), once each."""
+    carry = "(s32[], f32[4])"
+    lines = ["HloModule doubling_loops", "cond {", f"  c = {carry} parameter(0)"]
+    lines += ["  i = s32[] get-tuple-element(c), index=0", "  one = s32[] constant(1)"]
+    lines += ["  ROOT lt = pred[] compare(i, one), direction=LT", "}"]
+    lines += _loop_body(0, carry, ["  y0 = f32[4] negate(x0)"])
+    for k in range(1, levels + 1):
+        second = f"t{k}" if same_operands else f"u{k}"
+        lines += _loop_body(k, carry, [
+            f"  t{k} = {carry} tuple(zero{k}, x{k})",
+            f"  v{k} = {carry} while(t{k}), condition=cond, body=body{k - 1}",
+            f"  e{k} = f32[4] get-tuple-element(v{k}), index=1",
+            f"  u{k} = {carry} tuple(zero{k}, e{k})",
+            f"  w{k} = {carry} while({second}), condition=cond, body=body{k - 1}",
+            f"  f{k} = f32[4] get-tuple-element(w{k}), index=1",
+            f"  y{k} = f32[4] add(e{k}, f{k})",
+        ])  # fmt: skip
+    lines += ["ENTRY main {", "  x = f32[4] parameter(0)", "  zero = s32[] constant(0)"]
+    lines += [f"  t = {carry} tuple(zero, x)", f"  w = {carry} while(t), condition=cond, "
+              f"body=body{levels}", "  y = f32[4] get-tuple-element(w), index=1",
+              "  ROOT r = (f32[4]) tuple(y)", "}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _loop_body(k: int, carry: str, work: list[str]) -> list[str]:
+    """Loop body ``k``: ``work`` from ``x{k}`` to ``y{k}``, and the counter plus one."""
+    head = [f"body{k} {{", f"  b{k} = {carry} parameter(0)"]
+    head += [f"  i{k} = s32[] get-tuple-element(b{k}), index=0"]
+    head += [f"  x{k} = f32[4] get-tuple-element(b{k}), index=1", f"  zero{k} = s32[] constant(0)"]
+    tail = [f"  one{k} = s32[] constant(1)", f"  j{k} = s32[] add(i{k}, one{k})"]
+    return [*head, *work, *tail, f"  ROOT r{k} = {carry} tuple(j{k}, y{k})", "}"]

@@ -238,15 +238,20 @@ def _output_plan(group: _Group, dots: list[Instruction]) -> FusionPlan | None:
 def _index_preserving_to(
     group: _Group, start: Instruction, is_end: Callable[[Instruction], bool]
 ) -> bool:
-    """Every path from ``start`` up to the root (or an ``is_end`` user) is elementwise."""
-    pending = [start]
+    """Every path from ``start`` up to the root (or an ``is_end`` user) is elementwise.
+
+    Each user is checked once: following every path would cost exponential time in a
+    group where members are read twice (``add(x, x)``) on the way up.
+    """
+    pending, seen = [start], {id(start)}
     while pending:
         inst = pending.pop()
         for user in group.users[id(inst)]:
-            if is_end(user):
+            if is_end(user) or id(user) in seen:
                 continue
             if user.opcode not in ELEMENTWISE or user.array_shape.dims != start.array_shape.dims:
                 return False
+            seen.add(id(user))
             pending.append(user)
     return True
 

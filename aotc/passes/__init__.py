@@ -74,7 +74,8 @@ def simplification_pipeline() -> Pipeline:
 def default_passes() -> list[Pass]:
     """The compiler's passes, in order."""
     return [
-        CallInliner(),  # first: every later pass sees flat computations
+        CSE(),  # first: a call or loop repeated with the same operands is expanded once
+        CallInliner(),  # then every later pass sees flat computations
         FlattenCallGraph(),  # then every loop, branch and call has a computation of its own
         ConvTransposePhases(),
         FixedPoint(simplification_pipeline()),

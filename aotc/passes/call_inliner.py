@@ -3,7 +3,9 @@
 JAX emits a ``call`` for every inner jitted function (``jax.nn.relu``, a model's layers); run
 first, this pass leaves flat computations for every later pass to see whole. Calls inside the
 copies are inlined in the same walk (a worklist, not recursion), so nested helpers flatten at
-once; computations nothing calls any more are dropped.
+once; computations nothing calls any more are dropped. A module whose expansion would be too
+big is refused first (``expansion.py``); CSE runs before, so repeated calls with the same
+operands are inlined once.
 
 A ``fusion`` read from HLO text that the fused emitter has no plan for (XLA's multi-output
 fusions, fusions deeper than ``MAX_FUSION_DEPTH``, fusions of fusions) is a call too: it is
@@ -19,6 +21,7 @@ from aotc.hlo.builder import NameUniquer
 from aotc.hlo.fusion_plan import recorded_plan
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode, parameter_number
 from aotc.passes.dce import remove_unreachable_computations
+from aotc.passes.expansion import check_expansion
 from aotc.passes.rewrite import copy_instructions, module_names, remove_dead
 
 
@@ -30,6 +33,7 @@ class CallInliner:
     name: ClassVar[str] = "call-inliner"
 
     def run(self, module: Module) -> bool:
+        check_expansion(module)
         names = module_names(module)
         changed = False
         for comp in module.sequential_computations():

@@ -4,7 +4,8 @@ After inlining, two loops may share a body (a helper with a loop, inlined twice)
 rewrite a loop's body and condition in place, and codegen gives a body's values buffers that
 belong to its loop, so each loop, branch and call gets a computation of its own: a callee
 already claimed by another instruction is cloned. Fused computations and reducers, embedded
-in one kernel, stay shared.
+in one kernel, stay shared. Cloning is refused when the copies would be too many
+(``expansion.py``); CSE, run before, merges loops with the same operands and computations.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from aotc.hlo.ir import CONTROL_FLOW, Computation, Module
+from aotc.passes.expansion import check_expansion
 from aotc.passes.rewrite import clone_computation, module_names
 
 
@@ -23,6 +25,7 @@ class FlattenCallGraph:
     name: ClassVar[str] = "flatten-call-graph"
 
     def run(self, module: Module) -> bool:
+        check_expansion(module)
         names = module_names(module)
         claimed: set[int] = {id(module.entry)}
         pending: list[Computation] = [module.entry]
