@@ -6,7 +6,7 @@ AOTC   := $(VENV)/bin/aotc
 CC     ?= cc
 JOBS   ?= 2
 
-.PHONY: install test demo protos docs lint clean bench bench-env fuzz
+.PHONY: install test demo protos docs lint clean bench bench-env bench-compile fuzz
 
 install: $(VENV)/.installed
 
@@ -58,6 +58,12 @@ $(BENCH_VENV)/.bench-installed: bench/requirements.txt
 
 bench: install bench-env
 	$(BENCH_VENV)/bin/python bench/run.py --aotc $(AOTC) $(BENCH_ARGS)
+
+# Compile cost of big synthetic graphs (not a test): a 20,000-op chain, AddN and ConcatV2 of
+# 5,000 feeds, a doubling function library; fails past COMPILE_LIMIT seconds per case.
+COMPILE_LIMIT ?= 120
+bench-compile: install
+	$(PY) -m tools.bench_compile --limit $(COMPILE_LIMIT) $(BENCH_ARGS)
 
 clean:
 	rm -rf build

@@ -114,9 +114,11 @@ def write_savedmodel(graph: pb.GraphDef, folder: Path, feeds: list[str], fetch: 
     meta.meta_info_def.tags.append("serve")
     meta.graph_def.CopyFrom(graph)
     sig = meta.signature_def["serving_default"]
+    placeholders = {n.name: n for n in graph.node if n.op == "Placeholder"}
     for feed in feeds:
         sig.inputs[feed].name = f"{feed}:0"
         sig.inputs[feed].dtype = pb.DT_FLOAT
+        sig.inputs[feed].tensor_shape.CopyFrom(placeholders[feed].attr["shape"].shape)
     sig.outputs["out"].name = f"{fetch}:0"
     sig.outputs["out"].dtype = pb.DT_FLOAT
     folder.mkdir(parents=True, exist_ok=True)

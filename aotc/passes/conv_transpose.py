@@ -10,6 +10,10 @@ undilated input with a strided slice of the kernel (``s^d`` of them for ``d`` di
 dimensions), and the phases interleave into the output through a ``concatenate`` on new unit
 dimensions and a ``reshape``. The sub-convolutions take the implicit-GEMM path like any other;
 a bias or activation after the convolution fuses with the interleave instead of the GEMM.
+
+The holes are zeros the dilated convolution multiplies in: ``0 * inf`` is NaN. The split is
+exact only when every kernel element is finite, so it applies to constant kernels without
+infinities or NaNs (``hlo/finite.py``); others keep the dilated form.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aotc.hlo.builder import ComputationBuilder
+from aotc.hlo.finite import known_finite
 from aotc.hlo.ir import ConvAttrs, Instruction, Module, Opcode, Window, WindowDim
 from aotc.passes.rewrite import RewriteContext, rewrite_module
 
@@ -68,7 +73,9 @@ def _applies(conv: Instruction) -> bool:
         return False
     if any(w.stride != 1 or w.rhs_dilation != 1 or min(w.pad_low, w.pad_high) < 0 for w in dims):
         return False
-    return conv.array_shape.dtype.is_float and _is_nhwc(attrs, conv.array_shape.rank)
+    if not conv.array_shape.dtype.is_float or not _is_nhwc(attrs, conv.array_shape.rank):
+        return False
+    return known_finite(conv.operands[1])
 
 
 def decompose(ctx: RewriteContext, conv: Instruction) -> Instruction | None:

@@ -2,7 +2,8 @@
 
 For each output point (batch, spatial...), a stack row of accumulators, one per output
 feature, is zeroed; every window tap that hits the input (padding and base-dilation holes are
-skipped by one hoisted check per tap) adds ``x[ci] * w[tap, ci, co]`` for the group's input
+skipped by one hoisted check per tap, where that is exact: ``hlo/finite.py``; else they read
+zeros) adds ``x[ci] * w[tap, ci, co]`` for the group's input
 features ``ci`` and, innermost, its output features ``co``. The innermost loop thus walks the
 accumulator row contiguously and the kernel's output-feature dimension (contiguous for the
 usual HWIO filters), so LLVM vectorizes it; the input element is invariant in it. ``f16``
@@ -48,6 +49,7 @@ from aotc.codegen.kernels.window import Row, if_inside, place, window_positions
 from aotc.codegen.loops import loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
+from aotc.hlo.finite import skips_zeros_exactly
 from aotc.hlo.ir import ConvAttrs, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType, Shape
 
@@ -65,6 +67,7 @@ class _Conv:
     out: Shape
     acc_dtype: PrimitiveType
     operands: Sequence[ElementGenerator]
+    skips_zeros: bool  # padding and dilation taps are skipped, not multiplied (exact here)
 
     @property
     def features(self) -> int:
@@ -160,9 +163,14 @@ def emit_convolution_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
 
 
 def emit_conv_loops(
-    b: ir.IRBuilder, inst: Instruction, operands: Sequence[ElementGenerator], finish: Finish
+    b: ir.IRBuilder,
+    inst: Instruction,
+    operands: Sequence[ElementGenerator],
+    finish: Finish,
+    kernel: Instruction | None = None,
 ) -> None:
-    """The loop kernel: each output element goes to ``finish`` (a store, or an epilogue)."""
+    """The loop kernel: each output element goes to ``finish`` (a store, or an epilogue);
+    ``kernel`` is where the kernel operand comes from, when not the operand itself."""
     attrs = inst.attrs_as(ConvAttrs)
     if attrs.batch_group_count != 1:
         raise CodegenError(
@@ -172,7 +180,7 @@ def emit_conv_loops(
     out = inst.array_shape
     acc_dtype = accumulator_dtype(out.dtype)
     lhs, rhs = (op.array_shape for op in inst.operands)
-    conv = _Conv(attrs, lhs, rhs, out, acc_dtype, operands)
+    conv = _Conv(attrs, lhs, rhs, out, acc_dtype, operands, skips_zeros_exactly(inst, kernel))
     d = attrs.dims
     row = Row(b, acc_dtype, conv.features, "acc")
     points = [out.dims[d.output_batch], *(out.dims[s] for s in d.output_spatial)]
@@ -193,16 +201,15 @@ def _accumulate_taps(
     inside, positions = window_positions(b, conv.attrs.window.dims, sizes, point[1:], taps)
     per_in = conv.rhs.dims[d.kernel_input_feature]
     per_out = conv.features // conv.groups
+    skipped = inside if conv.skips_zeros else None
     if per_in == 1 and conv.groups > 1:
-        with if_inside(b, inside):
-            _accumulate_depthwise(b, conv, row, point, taps, positions)
+        with if_inside(b, skipped):
+            _accumulate_depthwise(b, conv, row, point, taps, positions, inside)
         return
-    with if_inside(b, inside), loop_nest(b, [conv.groups, per_in], "g") as (g, ci):
+    with if_inside(b, skipped), loop_nest(b, [conv.groups, per_in], "g") as (g, ci):
         x_at = {d.input_batch: point[0], d.input_feature: _flat(b, g, per_in, ci)}
         x_at.update(zip(d.input_spatial, positions, strict=True))
-        x = convert(
-            b, conv.operands[0](b, place(conv.lhs.rank, x_at)), conv.out.dtype, conv.acc_dtype
-        )
+        x = _input_element(b, conv, place(conv.lhs.rank, x_at), inside)
         with loop_nest(b, [per_out], "co") as (co,):
             feature = _flat(b, g, per_out, co)
             w_at = {d.kernel_input_feature: ci, d.kernel_output_feature: feature}
@@ -219,6 +226,7 @@ def _accumulate_depthwise(
     point: list[ir.Value],
     taps: list,
     positions: list[ir.Value],
+    inside: ir.Value | None,
 ) -> None:
     """One tap of a depthwise convolution: the innermost loop runs over the groups.
 
@@ -230,8 +238,7 @@ def _accumulate_depthwise(
     with loop_nest(b, [per_out, conv.groups], "dw") as (co, g):
         x_at = {d.input_batch: point[0], d.input_feature: g}
         x_at.update(zip(d.input_spatial, positions, strict=True))
-        x = conv.operands[0](b, place(conv.lhs.rank, x_at))
-        x = convert(b, x, conv.out.dtype, conv.acc_dtype)
+        x = _input_element(b, conv, place(conv.lhs.rank, x_at), inside)
         feature = _flat(b, g, per_out, co)
         w_at = {d.kernel_input_feature: i64(0), d.kernel_output_feature: feature}
         w_at.update(zip(d.kernel_spatial, taps, strict=True))
@@ -239,6 +246,17 @@ def _accumulate_depthwise(
             b, conv.operands[1](b, place(conv.rhs.rank, w_at)), conv.out.dtype, conv.acc_dtype
         )
         row.store(b, multiply_add(b, conv.acc_dtype, row.load(b, feature), x, w), feature)
+
+
+def _input_element(
+    b: ir.IRBuilder, conv: _Conv, index: list[ir.Value], inside: ir.Value | None
+) -> ir.Value:
+    """The input element a tap reads, in the accumulator type: zero in padding and dilation
+    holes when those taps are not skipped (``index`` is clamped inside there)."""
+    x = convert(b, conv.operands[0](b, index), conv.out.dtype, conv.acc_dtype)
+    if conv.skips_zeros or inside is None:
+        return x
+    return b.select(inside, x, scalar_constant(x.type, 0))
 
 
 def _finish_row(b: ir.IRBuilder, conv: _Conv, row: Row, point: list, finish: Finish) -> None:

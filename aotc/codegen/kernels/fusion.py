@@ -251,7 +251,8 @@ def _emit_conv_output_fusion(
         current[id(conv)] = value
         store_element(b, gens[id(root)](b, index), io.outputs[0], root.array_shape, index)
 
-    emit_conv_loops(b, conv, [gens[id(op)] for op in conv.operands], finish)
+    kernel = io.inst.operands[parameter_number(conv.operands[1])]
+    emit_conv_loops(b, conv, [gens[id(op)] for op in conv.operands], finish, kernel)
 
 
 def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> VectorEpilogue:
