@@ -131,7 +131,9 @@ def test_5000_way_collision_with_names_the_passes_create() -> None:
     prev = "x"
     for i in range(1, COLLISIONS + 1, 2):
         lines.append(f"  constant.{i} = f32[] constant({i})")
-        lines.append(f"  constant.{i + 1} = f32[] constant(3)")
+        lines.append(
+            f"  constant.{i + 1} = f32[] constant(-{i + 1})"
+        )  # all distinct: CSE keeps them
         lines.append(f"  folded.{i} = f32[] multiply(constant.{i}, constant.{i + 1})")
         lines.append(f"  add.{i} = f32[] add({prev}, folded.{i})")
         prev = f"add.{i}"
