@@ -18,7 +18,8 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from c_harness import CC, exported_and_undefined_symbols, run_compiled
+from c_harness import CC, HOST, exported_and_undefined_symbols, run_compiled
+from cross_testing import CROSS_TARGETS, require_toolchains
 from llvmlite import ir
 
 from aotc.codegen import TensorInfo, compile_module, mathlib
@@ -136,19 +137,24 @@ def _can_build_32_bit() -> bool:
         )
 
 
-# The same sweep on every x86 code path: the host (AVX-512 here), the x86-64 psABI baseline
-# (SSE2), AVX2+FMA, and 32-bit x86 (SSE2; x87-only cpus are refused by the target check).
+# The same sweep on every code path: the host (AVX-512 here), the x86-64 psABI baseline (SSE2),
+# AVX2+FMA, 32-bit x86 (SSE2; x87-only cpus are refused by the target check) and AArch64 NEON
+# (under qemu-user).
+AARCH64 = CROSS_TARGETS["aarch64"]
 TARGETS = {
-    "host": (TargetSpec(), []),
-    "x86-64": (TargetSpec("x86_64-unknown-linux-gnu", "x86-64"), []),
-    "x86-64-v3": (TargetSpec("x86_64-unknown-linux-gnu", "x86-64-v3"), []),
-    "i686": (TargetSpec("i686-unknown-linux-gnu"), ["-m32"]),
+    "host": (TargetSpec(), [], HOST),
+    "x86-64": (TargetSpec("x86_64-unknown-linux-gnu", "x86-64"), [], HOST),
+    "x86-64-v3": (TargetSpec("x86_64-unknown-linux-gnu", "x86-64-v3"), [], HOST),
+    "i686": (TargetSpec("i686-unknown-linux-gnu"), ["-m32"], HOST),
+    "aarch64": (TargetSpec("aarch64-unknown-linux-gnu"), [], AARCH64.toolchains["qemu-aarch64"]),
 }
 
 
 @pytest.fixture(scope="module", params=list(TARGETS))
 def outputs(request: pytest.FixtureRequest) -> dict[str, np.ndarray]:
-    target, cflags = TARGETS[request.param]
+    target, cflags, toolchain = TARGETS[request.param]
+    if toolchain is not HOST:
+        require_toolchains(AARCH64)
     if cflags and not _can_build_32_bit():
         if os.environ.get("CI"):
             pytest.fail("CI must be able to build and run 32-bit x86 programs (gcc-12-multilib)")
@@ -173,7 +179,8 @@ def outputs(request: pytest.FixtureRequest) -> dict[str, np.ndarray]:
     )
     _, undefined = exported_and_undefined_symbols(model.object_bytes)
     assert not undefined, f"f32 math must not call libm: {undefined}"
-    typed, buffers = run_compiled(model, [INPUTS[n] for n in names], extra_cflags=cflags)
+    inputs = [INPUTS[n] for n in names]
+    typed, buffers = run_compiled(model, inputs, extra_cflags=cflags, toolchain=toolchain)
     for a, b in zip(typed, buffers, strict=True):
         np.testing.assert_array_equal(a, b)
     return dict(zip(names, typed, strict=True))
