@@ -248,17 +248,31 @@ def infer_gather_shape(operand: Shape, indices: Shape, g: GatherAttrs) -> Shape:
 
 
 def _gather_batch_dims(indices: Shape, g: GatherAttrs) -> list[int]:
-    """The indices' dims without the index vector dim; checks the index vector's length."""
-    ivd = g.index_vector_dim
-    check(0 <= ivd <= indices.rank, f"gather index_vector_dim {ivd} out of range of {indices}")
+    return _index_batch_dims(
+        "gather", indices, g.index_vector_dim, ("start_index_map", g.start_index_map),
+        g.start_indices_batching_dims,
+    )  # fmt: skip
+
+
+def _index_batch_dims(
+    op: str,
+    indices: Shape,
+    ivd: int,
+    index_map: tuple[str, Sequence[int]],
+    batching: Sequence[int],
+) -> list[int]:
+    """The indices' dims without the index vector dim ``ivd`` (gather and scatter alike);
+    checks the index vector's length against ``index_map`` and the batching dims."""
+    check(0 <= ivd <= indices.rank, f"{op} index_vector_dim {ivd} out of range of {indices}")
     vector = indices.dims[ivd] if ivd < indices.rank else 1
+    name, dims = index_map
     check(
-        vector == len(g.start_index_map),
-        f"gather index vectors of {indices} have {vector} elements, "
-        f"start_index_map {list(g.start_index_map)} needs {len(g.start_index_map)}",
+        vector == len(dims),
+        f"{op} index vectors of {indices} have {vector} elements, {name} {list(dims)} "
+        f"needs {len(dims)}",
     )
-    check(ivd not in g.start_indices_batching_dims, "gather batching dims include the index dim")
-    _check_dims_in_range(g.start_indices_batching_dims, indices.rank, "gather batching dims")
+    check(ivd not in batching, f"{op} indices batching dims include the index vector dim")
+    _check_dims_in_range(batching, indices.rank, f"{op} indices batching dims")
     return [n for d, n in enumerate(indices.dims) if d != ivd]
 
 
@@ -502,19 +516,11 @@ def infer_scatter_shape(
 
 
 def _scatter_batch_dims(indices: Shape, s: ScatterAttrs) -> list[int]:
-    """The indices' dims without the index vector dim; checks the index vector's length."""
-    ivd = s.index_vector_dim
-    check(0 <= ivd <= indices.rank, f"scatter index_vector_dim {ivd} out of range of {indices}")
-    vector = indices.dims[ivd] if ivd < indices.rank else 1
-    check(
-        vector == len(s.scatter_dims_to_operand_dims),
-        f"scatter index vectors of {indices} have {vector} elements, scatter_dims_to_operand_dims "
-        f"{list(s.scatter_dims_to_operand_dims)} needs {len(s.scatter_dims_to_operand_dims)}",
-    )
-    batching = s.scatter_indices_batching_dims
-    check(ivd not in batching, "scatter indices batching dims include the index vector dim")
-    _check_dims_in_range(batching, indices.rank, "scatter indices batching dims")
-    return [n for d, n in enumerate(indices.dims) if d != ivd]
+    return _index_batch_dims(
+        "scatter", indices, s.index_vector_dim,
+        ("scatter_dims_to_operand_dims", s.scatter_dims_to_operand_dims),
+        s.scatter_indices_batching_dims,
+    )  # fmt: skip
 
 
 def scatter_window_operand_dims(rank: int, s: ScatterAttrs) -> list[int]:
