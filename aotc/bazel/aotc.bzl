@@ -13,8 +13,9 @@
 The compile is one hermetic action: its inputs are the graph, the config and aotc itself
 (see configure.bzl); it never reads aotc's own cache nor files it was not given (without a
 config it gets an empty one, not the graph's .yaml sibling), and the target is explicit: the
-triple follows the C++ toolchain the object is linked with, and the cpu defaults to "generic",
-so the object does not depend on the machine that happens to run the action. Equal inputs give
+triple follows the C++ toolchain the object is linked with, and without target_cpu the object is
+aotc's portable default (x86-64: kernels for several cpu levels, one picked at run time), so it
+does not depend on the machine that happens to run the action. Equal inputs give
 byte-identical outputs, so Bazel's disk and remote caches and remote execution work unchanged.
 """
 
@@ -71,7 +72,9 @@ def _aotc_compile_impl(ctx):
         outputs.append(ctx.outputs.cpp_header)
     args = ctx.actions.args()
     args.add_all(["compile", _model_path(ctx), "-c", config, "-o", prefix, "--no-cache", "-q"])
-    args.add_all(["--target-triple", _triple(ctx), "--target-cpu", ctx.attr.target_cpu])
+    args.add_all(["--target-triple", _triple(ctx)])
+    if ctx.attr.target_cpu:
+        args.add("--target-cpu", ctx.attr.target_cpu)
     if ctx.attr.target_features:
         args.add("--target-features", ctx.attr.target_features)
     if ctx.attr.c_name:
@@ -100,7 +103,7 @@ aotc_compile = rule(
         "c_name": attr.string(),
         "cpp_class": attr.string(),
         "target_triple": attr.string(),
-        "target_cpu": attr.string(default = "generic"),
+        "target_cpu": attr.string(),
         "target_features": attr.string(),
         "aotc_args": attr.string_list(),
         "_aotc": attr.label(
@@ -122,7 +125,7 @@ def aotc_library(
         c_name = None,
         cpp_class = None,
         target_triple = None,
-        target_cpu = "generic",
+        target_cpu = None,
         target_features = None,
         aotc_args = [],
         **kwargs):
