@@ -38,3 +38,16 @@ def test_two_models_build_run_and_rebuild_exactly_what_changed(tmp_path: Path) -
     after = stamps(files)
     assert {name for name in before if before[name] != after[name]} == {"mlp.o", "mlp.h", "app"}
     check_app(src / "build" / "app", tmp_path / "run")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
+def test_cpp_class_header_is_a_target_of_the_rule(tmp_path: Path) -> None:
+    src = make_project(tmp_path / "src", "Makefile")
+    make = ["make", f"AOTC={AOTC}", "build/app_cpp"]
+    run(make, cwd=src)
+    check_app(src / "build" / "app_cpp", tmp_path / "run")
+    header = src / "build" / "mlp_cc.hpp"
+    header.unlink()  # the C++ header missing reruns that model's compile, and only that one
+    others = stamps([src / "build" / "matmul_cc.o"])
+    run(make, cwd=src)
+    assert header.is_file() and stamps([src / "build" / "matmul_cc.o"]) == others
