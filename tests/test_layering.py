@@ -23,7 +23,17 @@ ALLOWED = {
     "driver": {"frontend", "passes", "codegen", "hlo", "base"},
     "cli": {"driver", "frontend", "passes", "codegen", "hlo", "base"},
 }
-BASE = {"errors", "abi", "registry", "atomic", "proto", "config", "tensor_ref", "progress"}
+BASE = {
+    "errors",
+    "abi",
+    "registry",
+    "atomic",
+    "proto",
+    "config",
+    "tensor_ref",
+    "progress",
+    "toposort",
+}
 FRONTEND = {"tf2xla_config"}  # tfcompile's config format, read with the front end's dtype tables
 
 

@@ -12,7 +12,6 @@ followed, so TF1's ``pred_id`` Identity and the predicate itself are the same co
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -21,6 +20,7 @@ from aotc.errors import GraphError, UnsupportedError
 from aotc.frontend.inline import Library, output_arg_ref
 from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef
+from aotc.toposort import topological_order
 
 V1_CONTROL_FLOW_OPS = frozenset(
     {"Enter", "Exit", "Merge", "Switch", "_SwitchN", "NextIteration", "LoopCond"}
@@ -330,29 +330,14 @@ class _Analysis:
         """Kahn's algorithm over data and control inputs, file order among ready nodes."""
         graph = self.graph
         position = {name: i for i, name in enumerate(graph.nodes)}
-        names = list(graph.nodes)
-        waiting: dict[str, int] = {}
-        succs: dict[str, list[str]] = {name: [] for name in names}
+        preds: dict[str, set[str]] = {}
         for name, node in graph.nodes.items():
             data, control = self._inputs(node)
-            preds = {r.node for r in data} | set(control)
-            waiting[name] = len(preds)
-            for p in preds:
-                succs[p].append(name)
-        ready = [position[n] for n, w in waiting.items() if w == 0]
-        heapq.heapify(ready)
-        order: list[str] = []
-        while ready:
-            name = names[heapq.heappop(ready)]
-            order.append(name)
-            for s in succs[name]:
-                waiting[s] -= 1
-                if waiting[s] == 0:
-                    heapq.heappush(ready, position[s])
-        if len(order) < len(names):
-            stuck = next(n for n in names if waiting[n] > 0)
+            preds[name] = {r.node for r in data} | set(control)
+        order, stuck = topological_order(preds, position.__getitem__)
+        if stuck:
             raise GraphError(
-                f"{graph.where(stuck)} is on a cycle that is not a TensorFlow while loop "
+                f"{graph.where(stuck[0])} is on a cycle that is not a TensorFlow while loop "
                 "(a loop closes only through a NextIteration into a Merge)"
             )
         return order

@@ -31,6 +31,7 @@ from aotc.frontend.flow_graph import (
 from aotc.frontend.stateful_ops import STATEFUL_OPS
 from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef
+from aotc.toposort import topological_order
 
 
 @dataclass
@@ -62,24 +63,16 @@ def _inner_first(graph: FlowGraph, keys: list[tuple[str, State]]) -> list[tuple[
     by_pred: dict[str, list[int]] = defaultdict(list)
     for i, (pred, _) in enumerate(keys):
         by_pred[pred].append(i)
-    blockers = [0] * len(keys)
-    after: list[list[int]] = [[] for _ in keys]
+    # An outer conditional waits on every one nested in its branches.
+    inner: dict[int, set[int]] = {i: set() for i in range(len(keys))}
     for i, (_, state) in enumerate(keys):
         for outer in {j for p, _ in state for j in by_pred[p] if j != i}:
-            blockers[outer] += 1
-            after[i].append(outer)
-    ready = [i for i, n in enumerate(blockers) if n == 0]
-    order: list[int] = []
-    while ready:
-        i = ready.pop()
-        order.append(i)
-        for j in after[i]:
-            blockers[j] -= 1
-            if blockers[j] == 0:
-                ready.append(j)
-    if len(order) < len(keys):
-        stuck = keys[next(i for i, n in enumerate(blockers) if n)]
-        raise UnsupportedError(f"{graph.path}: conditionals on '{stuck[0]}' nest in each other")
+            inner[outer].add(i)
+    order, stuck = topological_order(inner, lambda i: i)
+    if stuck:
+        raise UnsupportedError(
+            f"{graph.path}: conditionals on '{keys[stuck[0]][0]}' nest in each other"
+        )
     return [keys[i] for i in order]
 
 

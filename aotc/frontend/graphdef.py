@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
@@ -16,6 +15,7 @@ from aotc.frontend.inline import functions_of, inline_functions, needs_inlining
 from aotc.frontend.node import Node
 from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef
+from aotc.toposort import topological_order
 
 TEXT_SUFFIXES = frozenset({".pbtxt", ".pbtext", ".txt", ".prototxt"})
 BINARY_SUFFIXES = frozenset({".pb", ".graphdef"})
@@ -154,27 +154,12 @@ class Graph:
             raise GraphError(f"{what}: node '{ref.node}' has only {outputs} output(s)")
 
     def _topological(self, expanded: dict[str, bool], control: bool = False) -> list[Node]:
-        # Kahn's algorithm with the file position as priority.
+        # File position as priority among ready nodes.
         preds = {name: self._preds(name, expanded, control) for name in expanded}
-        succs: dict[str, list[str]] = {name: [] for name in expanded}
-        for name, inputs in preds.items():
-            for p in inputs:
-                succs[p].append(name)
-        waiting = {name: len(inputs) for name, inputs in preds.items()}
-        ready = [self._order[name] for name, n in waiting.items() if n == 0]
-        heapq.heapify(ready)
-        names = list(self.nodes)
-        order: list[Node] = []
-        while ready:
-            name = names[heapq.heappop(ready)]
-            order.append(self.nodes[name])
-            for s in succs[name]:
-                waiting[s] -= 1
-                if waiting[s] == 0:
-                    heapq.heappush(ready, self._order[s])
-        if len(order) < len(expanded):
-            self._raise_cycle({n for n, w in waiting.items() if w > 0}, preds)
-        return order
+        order, stuck = topological_order(preds, self._order.__getitem__)
+        if stuck:
+            self._raise_cycle(set(stuck), preds)
+        return [self.nodes[name] for name in order]
 
     def _preds(self, name: str, expanded: dict[str, bool], control: bool) -> set[str]:
         if not expanded[name]:

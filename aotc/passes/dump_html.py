@@ -14,6 +14,7 @@ from html import escape
 from aotc.hlo.ir import Module
 from aotc.hlo.text import print_module
 from aotc.passes.dump_graph import Graph, Node, build_graph
+from aotc.toposort import topological_order
 
 CHAR_W = 6.6  # px per character of the 11px monospace font
 LINE_H = 14
@@ -217,7 +218,8 @@ def _layers(items: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
         preds[b].append(a)
         succs[a].append(b)
     layer: dict[str, int] = {}
-    for item in _topological(items, preds, succs):
+    position = {item: i for i, item in enumerate(items)}
+    for item in topological_order(preds, position.__getitem__)[0]:
         layer[item] = 1 + max((layer[p] for p in preds[item]), default=-1)
     for item in items:
         if not preds[item] and succs[item]:
@@ -226,22 +228,6 @@ def _layers(items: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
     for item in items:
         rows[layer[item]].append(item)
     return [row for row in rows if row]
-
-
-def _topological(
-    items: list[str], preds: dict[str, list[str]], succs: dict[str, list[str]]
-) -> list[str]:
-    waiting = {i: len(preds[i]) for i in items}
-    ready = [i for i in items if waiting[i] == 0]
-    order: list[str] = []
-    while ready:
-        item = ready.pop()
-        order.append(item)
-        for s in succs[item]:
-            waiting[s] -= 1
-            if waiting[s] == 0:
-                ready.append(s)
-    return order
 
 
 def _order_rows(rows: list[list[str]], edges: list[tuple[str, str]]) -> list[list[str]]:
