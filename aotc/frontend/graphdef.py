@@ -70,21 +70,22 @@ class Graph:
         value enters) but its inputs are not followed. Among nodes that are ready at the same
         time the earlier in the file comes first, so the order is deterministic.
         """
-        fetch_list, fed = list(fetches), frozenset(feeds)
-        for ref in (*fetch_list, *fed):
-            self._check_ref(ref, f"{self.path}: tensor '{ref}'")
-        expanded = self._needed(fetch_list, fed)
-        return self._topological(expanded)
+        return self._topological(self._checked_needed(fetches, feeds))
 
     def needed_names(
         self, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = ()
     ) -> set[str]:
         """The names of ``prune``'s nodes, unordered: also for a graph whose TF1 loops still
         cycle through ``NextIteration`` (before functionalization)."""
+        return set(self._checked_needed(fetches, feeds))
+
+    def _checked_needed(
+        self, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef]
+    ) -> dict[str, bool]:
         fetch_list, fed = list(fetches), frozenset(feeds)
         for ref in (*fetch_list, *fed):
             self._check_ref(ref, f"{self.path}: tensor '{ref}'")
-        return set(self._needed(fetch_list, fed))
+        return self._needed(fetch_list, fed)
 
     def _needed(self, fetches: list[TensorRef], fed: frozenset[TensorRef]) -> dict[str, bool]:
         """Needed node names -> whether their inputs are needed too (False: fully fed)."""
