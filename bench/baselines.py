@@ -68,6 +68,20 @@ def _graph_def(model: BenchModel):
     return graph_def
 
 
+def graph_flops(model: BenchModel) -> float:
+    """TensorFlow's count of the graph's floating-point operations (its profiler), with the
+    input shape fixed to the benchmark's."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, model.x.shape, name="bench_input")
+        tf.graph_util.import_graph_def(_graph_def(model), input_map={model.feed: x}, name="")
+        options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
+        options["output"] = "none"
+        return float(tf.compat.v1.profiler.profile(graph, options=options).total_float_ops)
+
+
 def tf_graph(model: BenchModel, runs: Runs) -> Timing:
     """TensorFlow's graph executor (Session, one intra- and one inter-op thread)."""
     import tensorflow as tf

@@ -43,9 +43,11 @@ import aotc_runner  # noqa: E402
 import baselines  # noqa: E402
 import models  # noqa: E402
 import report  # noqa: E402
+import roofline  # noqa: E402
 from baselines import Runs, Timing, Unsupported  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
+REPORT = "report.json"  # aotc's compile report, in each model's work folder
 FULL_RUNS: Runs = (3, 10, 1.0)
 QUICK_RUNS: Runs = (1, 3, 0.2)
 
@@ -100,7 +102,10 @@ def measure(fn: Callable[[], Timing], ref: np.ndarray | None) -> dict[str, Any]:
 def run_aotc(model: models.BenchModel, args: argparse.Namespace, runs: Runs, shape) -> Timing:
     """Compile with aotc, link the C driver, time it."""
     work = args.work / model.name
-    compile_s = aotc_runner.compile_model(args.aotc, model.graph, model.config, model.name, work)
+    extra = ["--report", str(work / REPORT)]
+    compile_s = aotc_runner.compile_model(
+        args.aotc, model.graph, model.config, model.name, work, extra
+    )
     exe = aotc_runner.link_driver(model.name, work)
     ms, n, y = aotc_runner.run_driver(exe, model.x, shape, runs)
     return Timing(ms, n, y, note=f"aotc compile {compile_s:.1f} s")
@@ -146,7 +151,21 @@ def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str,
         "input_shape": list(model.x.shape),
         "flops": model.flops,
         "systems": systems,
+        **hardware_limit(model, args, ref),
     }
+
+
+def hardware_limit(model: models.BenchModel, args: argparse.Namespace, ref: np.ndarray) -> dict:
+    """The model's work (from aotc's compile report) and its time limit on this machine."""
+    path = args.work / model.name / REPORT
+    if not path.exists():
+        return {}
+    report = json.loads(path.read_text())
+    work = roofline.model_work(report, baselines.graph_flops(model), model.x.nbytes + ref.size * 4)
+    if work is None:
+        return {}
+    limit, bound = work.limit_ms(args.peaks)
+    return {"work_flops": work.flops, "work_bytes": work.nbytes, "limit_ms": limit, "bound": bound}
 
 
 def _tfcompile_runs(runs: Runs, systems: dict[str, Any]) -> Runs:
@@ -292,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     pinned = pin_to_one_core()
     configure_tf()
     env = environment(args, pinned)
+    args.peaks = roofline.measure_peaks(aotc_runner.CC)
+    env["hardware limit"] = peaks_line(args.peaks)
     print(f"{env['cpu']}; {pinned}; OpenBLAS {env['OpenBLAS (numpy)']}", flush=True)
     results = []
     load_at_start = _load()
@@ -302,6 +323,21 @@ def main(argv: list[str] | None = None) -> int:
         write(results, env, args.out)
     print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
     return 0
+
+
+def peaks_line(peaks: roofline.Peaks) -> str:
+    """The measured peaks, for the environment section."""
+    shown = (1 << 14, 1 << 20, 1 << 28)
+    copy = ", ".join(f"{_size(n)} {gbs:.0f}" for n, gbs in peaks.copy_gbs.items() if n in shown)
+    return (
+        f"sgemm {roofline.GEMM_SIZE}³ (numpy/OpenBLAS, one thread, best of "
+        f"{roofline.GEMM_REPEATS}) {peaks.gflops:.0f} GFLOP/s; "
+        f"copy (read + write) GB/s by working set: {copy}"
+    )
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 def _home_relative(path: Path) -> str:
