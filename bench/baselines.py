@@ -82,15 +82,15 @@ def graph_flops(model: BenchModel) -> float:
         return float(tf.compat.v1.profiler.profile(graph, options=options).total_float_ops)
 
 
-def tf_graph(model: BenchModel, runs: Runs) -> Timing:
-    """TensorFlow's graph executor (Session, one intra- and one inter-op thread)."""
+def tf_graph(model: BenchModel, runs: Runs, threads: int = 1) -> Timing:
+    """TensorFlow's graph executor (Session, ``threads`` intra-op threads, one inter-op)."""
     import tensorflow as tf
 
     graph = tf.Graph()
     with graph.as_default():
         tf.graph_util.import_graph_def(_graph_def(model), name="")
     config = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=1, inter_op_parallelism_threads=1
+        intra_op_parallelism_threads=threads, inter_op_parallelism_threads=1
     )
     with tf.compat.v1.Session(graph=graph, config=config) as sess:
         fetch = graph.get_tensor_by_name(_tensor(model.fetch))
@@ -119,8 +119,8 @@ def xla_jit(model: BenchModel, runs: Runs) -> Timing:
     return Timing(ms, n, y)
 
 
-def tflite(model: BenchModel, runs: Runs) -> Timing:
-    """TF Lite (float32, default XNNPACK delegate, one thread) on the frozen graph."""
+def tflite(model: BenchModel, runs: Runs, threads: int = 1) -> Timing:
+    """TF Lite (float32, default XNNPACK delegate, ``threads`` threads) on the frozen graph."""
     import tensorflow as tf
 
     try:
@@ -133,7 +133,7 @@ def tflite(model: BenchModel, runs: Runs) -> Timing:
         flat = converter.convert()
     except Exception as e:  # noqa: BLE001 - any converter failure means "unsupported"
         raise Unsupported(f"TFLite conversion failed: {_first_line(e)}") from e
-    interp = tf.lite.Interpreter(model_content=flat, num_threads=1)
+    interp = tf.lite.Interpreter(model_content=flat, num_threads=threads)
     interp.allocate_tensors()
     inp = interp.get_input_details()[0]["index"]
     out = interp.get_output_details()[0]["index"]
@@ -148,8 +148,9 @@ def tflite(model: BenchModel, runs: Runs) -> Timing:
     return Timing(ms, n, y)
 
 
-def onnxruntime(model: BenchModel, runs: Runs) -> Timing:
-    """onnxruntime (CPU provider, one thread) on the tf2onnx conversion (opset 17)."""
+def onnxruntime(model: BenchModel, runs: Runs, threads: int = 1) -> Timing:
+    """onnxruntime (CPU provider, ``threads`` intra-op threads) on the tf2onnx conversion
+    (opset 17)."""
     import onnxruntime as ort
     import tf2onnx
 
@@ -161,7 +162,7 @@ def onnxruntime(model: BenchModel, runs: Runs) -> Timing:
             opset=17,
         )
         options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         session = ort.InferenceSession(
             proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
@@ -174,8 +175,9 @@ def onnxruntime(model: BenchModel, runs: Runs) -> Timing:
     return Timing(ms, n, np.asarray(y))
 
 
-def numpy_gemm(model: BenchModel, runs: Runs) -> Timing:
-    """``x @ b`` in numpy (OpenBLAS, one thread), b being the graph's constant operand."""
+def numpy_gemm(model: BenchModel, runs: Runs, threads: int = 1) -> Timing:
+    """``x @ b`` in numpy (OpenBLAS, ``threads`` threads), b being the graph's constant
+    operand."""
     if not model.name.startswith("gemm_"):
         raise Unsupported("numpy column only for GEMM")
     from tensorflow.python.framework import tensor_util
@@ -184,8 +186,11 @@ def numpy_gemm(model: BenchModel, runs: Runs) -> Timing:
     b = max((tensor_util.MakeNdarray(n.attr["value"].tensor) for n in consts), key=np.size)
     b = np.ascontiguousarray(b, np.float32)
     x = model.x
-    y = x @ b
-    ms, n = time_calls(lambda: x @ b, runs)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(threads):
+        y = x @ b
+        ms, n = time_calls(lambda: x @ b, runs)
     return Timing(ms, n, y)
 
 

@@ -89,6 +89,34 @@ def _percent(limit: float, t: float | None) -> str:
     return "—" if not t else f"{100 * limit / t:.0f} %"
 
 
+THREAD_SYSTEMS = ["aotc", "numpy", "tf_graph", "tflite", "onnxruntime"]
+
+
+def threads_table(results: list[dict[str, Any]], threads: str) -> list[str]:
+    """One row per model run with ``threads`` threads: each system's ms, its speed-up over its
+    own single-thread time, and aotc over the best of TF Lite and onnxruntime."""
+    rows = [r for r in results if threads in r.get("threads", {})]
+    if not rows:
+        return []
+    head = "| model | " + " | ".join(LABELS[s] for s in THREAD_SYSTEMS)
+    lines = [head + " | aotc / best(TFLite, ORT) |", "|---" * (len(THREAD_SYSTEMS) + 2) + "|"]
+    for r in rows:
+        systems = r["threads"][threads]
+        cells = [r["name"]]
+        for s in THREAD_SYSTEMS:
+            entry, alone = systems.get(s), ms(r["systems"].get(s))
+            theirs = ms(entry)
+            if theirs is None:
+                cells.append("—" if not entry else _short(entry))
+            else:
+                cells.append(f"{_fmt_ms(theirs)} ({_ratio(alone, theirs)}×)")
+        cells.append(_ratio(ms(systems.get("aotc")), best_lite_ort(systems)[0]))
+        lines.append("| " + " | ".join(cells) + " |")
+    counts = f"{threads} threads on {threads} CPUs"
+    return [f"## {counts} (ms; in parentheses the speed-up over the same system's 1 thread)",
+            "", *lines, ""]  # fmt: skip
+
+
 def _short(entry: dict[str, Any] | None) -> str:
     if not entry:
         return "—"
@@ -200,6 +228,10 @@ def _mark(ok: bool) -> str:
     return "**met**" if ok else "**NOT met**"
 
 
+def _thread_counts(results: list[dict[str, Any]]) -> list[str]:
+    return sorted({t for r in results for t in r.get("threads", {})}, key=int)
+
+
 def render(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
     """The whole RESULTS.md."""
     lines = ["# aotc benchmark results", ""]
@@ -218,6 +250,7 @@ def render(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
         "bandwidth for a working set of that size; both peaks are in the machine section. "
         "`% of limit` = limit / time.",
         "",
+        *[line for t in _thread_counts(results) for line in threads_table(results, t)],
         "## Targets, by this run's numbers",
         "",
         *target_lines(results),

@@ -52,13 +52,18 @@ FULL_RUNS: Runs = (3, 10, 1.0)
 QUICK_RUNS: Runs = (1, 3, 0.2)
 
 
-def pin_to_one_core() -> str:
-    """Restricts this process (and its children) to one CPU; returns a description."""
-    if not hasattr(os, "sched_setaffinity"):
+CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def pin(count: int) -> str:
+    """Restricts this process (and its children) to the first ``count`` CPUs it may use;
+    returns a description."""
+    if not CPUS:
         return "not pinned (no sched_setaffinity)"
-    cpu = min(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cpu})
-    return f"pinned to CPU {cpu} (sched_setaffinity, like taskset -c {cpu})"
+    cpus = CPUS[:count]
+    os.sched_setaffinity(0, set(cpus))
+    listed = ",".join(map(str, cpus))
+    return f"pinned to CPU {listed} (sched_setaffinity, like taskset -c {listed})"
 
 
 def configure_tf() -> None:
@@ -111,6 +116,18 @@ def run_aotc(model: models.BenchModel, args: argparse.Namespace, runs: Runs, sha
     return Timing(ms, n, y, note=f"aotc compile {compile_s:.1f} s")
 
 
+def run_aotc_threads(model: models.BenchModel, args: argparse.Namespace, runs: Runs, shape,
+                     threads: int) -> Timing:  # fmt: skip
+    """The object the single-thread run compiled, through ``<name>_run_buffers_mt`` with the
+    shipped pthread pool of ``threads`` threads."""
+    work = args.work / model.name
+    if not (work / f"{model.name}.o").exists():
+        raise RuntimeError("aotc did not compile this model")
+    exe = aotc_runner.link_driver(model.name, work, threads=threads)
+    ms, n, y = aotc_runner.run_driver(exe, model.x, shape, runs)
+    return Timing(ms, n, y, note=f"{threads} threads, aotc_threadpool_create")
+
+
 def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str, Any]:
     """Every system on one model; the reference output is the TF graph executor's."""
     runs = QUICK_RUNS if args.quick else FULL_RUNS
@@ -144,6 +161,7 @@ def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str,
     for name, fn in plan.items():
         systems[name] = measure(fn, ref)
         print(f"  {name} {_short(systems[name])}", flush=True)
+    more = {str(t): bench_threads(model, args, runs, ref, t) for t in args.threads if t > 1}
     return {
         "name": model.name,
         "kind": model.kind,
@@ -151,8 +169,34 @@ def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str,
         "input_shape": list(model.x.shape),
         "flops": model.flops,
         "systems": systems,
+        **({"threads": more} if more else {}),
         **hardware_limit(model, args, ref),
     }
+
+
+def bench_threads(model: models.BenchModel, args: argparse.Namespace, runs: Runs,
+                  ref: np.ndarray, threads: int) -> dict[str, Any]:  # fmt: skip
+    """aotc's parallel entry and the peers that take a thread count, each given ``threads``
+    threads on as many CPUs. (TF's XLA JIT fixes its thread pools once per process, and
+    tfcompile's driver runs single-threaded: they are not in this table.)"""
+    plan: dict[str, Callable[[], Timing]] = {
+        "aotc": lambda: run_aotc_threads(model, args, runs, ref.shape, threads),
+        "numpy": lambda: baselines.numpy_gemm(model, runs, threads),
+        "tf_graph": lambda: baselines.tf_graph(model, runs, threads),
+        "tflite": lambda: baselines.tflite(model, runs, threads),
+        "onnxruntime": lambda: baselines.onnxruntime(model, runs, threads),
+    }
+    if not model.name.startswith("gemm_"):
+        del plan["numpy"]
+    pin(threads)
+    systems = {}
+    try:
+        for name, fn in plan.items():
+            systems[name] = measure(fn, ref)
+            print(f"  {name} x{threads} {_short(systems[name])}", flush=True)
+    finally:
+        pin(1)
+    return systems
 
 
 def hardware_limit(model: models.BenchModel, args: argparse.Namespace, ref: np.ndarray) -> dict:
@@ -281,6 +325,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--list", action="store_true", help="list the model names and exit")
     p.add_argument("--quick", action="store_true", help="fewer runs, for iteration")
     p.add_argument("--no-tfcompile", action="store_true", help="skip the tfcompile column")
+    p.add_argument("--threads", type=_counts, default=[1, 2],
+                   help="thread counts, e.g. 1,2 (default): the 1-thread run is always made; "
+                        "each other count gets a table of the systems that take one")  # fmt: skip
     p.add_argument("--tfcompile-cache", type=Path,
                    default=Path.home() / ".cache" / "aotc-tfcompile-runtime")  # fmt: skip
     p.add_argument("--models-dir", type=Path, default=repo / "build" / "bench-models")
@@ -289,6 +336,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--render-only", action="store_true",
                    help="rewrite RESULTS.md from RESULTS.json without measuring")  # fmt: skip
     return p.parse_args(argv)
+
+
+def _counts(text: str) -> list[int]:
+    return sorted({1, *(int(t) for t in text.split(",") if t.strip())})
 
 
 def write(results: list[dict[str, Any]], env: dict[str, Any], out: Path) -> None:
@@ -308,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(args.out.with_suffix(".json").read_text())
         args.out.write_text(report.render(saved["results"], saved["env"]))
         return 0
-    pinned = pin_to_one_core()
+    pinned = pin(1)
     configure_tf()
     env = environment(args, pinned)
     args.peaks = roofline.measure_peaks(aotc_runner.CC)
