@@ -42,6 +42,7 @@ from aotc.codegen.irtypes import (
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.conv_direct import DirectConv, direct_conv, emit_direct_conv
 from aotc.codegen.kernels.conv_gemm import ConvGemm, conv_gemm, emit_conv_gemm, is_nhwc
+from aotc.codegen.kernels.conv_rows import RowConv, emit_row_conv, row_conv
 from aotc.codegen.kernels.dot import multiply_add
 from aotc.codegen.kernels.dot_gemm import GemmCall, GemmDot, VectorEpilogueFactory, emit_gemm_dot
 from aotc.codegen.kernels.scalar_ops import convert
@@ -89,20 +90,28 @@ def conv_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
     return frozenset({1}) if packs_weights(conv_fast_path(inst)) else frozenset()
 
 
-#: A fast path's form of a convolution: a plain GEMM, an implicit GEMM or the direct kernel.
-FastConv = GemmDot | ConvGemm | DirectConv
+#: A fast path's form of a convolution: a plain GEMM, row tiles, an implicit GEMM or direct.
+FastConv = GemmDot | RowConv | ConvGemm | DirectConv
 
 
 def packs_weights(spec: FastConv | None) -> bool:
     """Whether a fast path reads its rhs from weights packed at compile time."""
+    if isinstance(spec, RowConv):
+        return True
     if isinstance(spec, ConvGemm):
         return spec.weights is not None
     return isinstance(spec, GemmDot) and spec.b_constant is not None
 
 
 def conv_fast_path(inst: Instruction, rhs_source: Instruction | None = None) -> FastConv | None:
-    """The fast form of a convolution: pointwise (plain GEMM), implicit GEMM, direct, or None."""
-    return pointwise_gemm(inst, rhs_source) or conv_gemm(inst, rhs_source) or direct_conv(inst)
+    """The fast form of a convolution: pointwise (plain GEMM), row tiles, implicit GEMM,
+    direct, or None."""
+    return (
+        pointwise_gemm(inst, rhs_source)
+        or row_conv(inst, rhs_source)
+        or conv_gemm(inst, rhs_source)
+        or direct_conv(inst)
+    )
 
 
 def pointwise_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> GemmDot | None:
@@ -138,7 +147,9 @@ def emit_conv_fast_path(
     epilogue: VectorEpilogueFactory | None = None,
 ) -> None:
     """Run a convolution on its fast path (``call.lhs``: input, ``call.rhs``: kernel)."""
-    if isinstance(spec, ConvGemm):
+    if isinstance(spec, RowConv):
+        emit_row_conv(b, spec, info, call, epilogue)
+    elif isinstance(spec, ConvGemm):
         emit_conv_gemm(b, spec, info, call, epilogue)
     elif isinstance(spec, DirectConv):
         emit_direct_conv(b, spec, info, call, epilogue)

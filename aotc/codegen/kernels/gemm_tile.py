@@ -90,10 +90,20 @@ StepFn = Callable[[ir.IRBuilder, ir.Value], tuple[Sequence[ir.Value], Sequence[i
 
 
 def k_loop(
-    b: ir.IRBuilder, trip: int, rows: int, nv: int, width: int, step: StepFn
+    b: ir.IRBuilder,
+    trip: int,
+    rows: int,
+    nv: int,
+    width: int,
+    step: StepFn,
+    init: Sequence[Sequence[ir.Value]] | None = None,
 ) -> list[list[ir.Value]]:
-    """``for k < trip`` with the tile as phi nodes; ``step(b, k)`` gives (a scalars, b vectors)."""
+    """``for k < trip`` with the tile as phi nodes; ``step(b, k)`` gives (a scalars, b vectors).
+
+    The accumulators start from ``init`` (``rows x nv`` vectors), or zero.
+    """
     zero = ir.Constant(ir.VectorType(F32, width), [0.0] * width)
+    start = init if init is not None else [[zero] * nv for _ in range(rows)]
     pre = b.block
     loop = b.append_basic_block("k.body")
     done = b.append_basic_block("k.end")
@@ -107,9 +117,9 @@ def k_loop(
     b.cbranch(b.icmp_unsigned("<", k_next, i64(trip)), loop, done)
     k.add_incoming(i64(0), pre)
     k.add_incoming(k_next, b.block)
-    for phi_row, acc_row in zip(phis, accs, strict=True):
-        for phi, acc in zip(phi_row, acc_row, strict=True):
-            phi.add_incoming(zero, pre)
+    for phi_row, acc_row, start_row in zip(phis, accs, start, strict=True):
+        for phi, acc, first in zip(phi_row, acc_row, start_row, strict=True):
+            phi.add_incoming(first, pre)
             phi.add_incoming(acc, b.block)
     b.position_at_end(done)
     return accs

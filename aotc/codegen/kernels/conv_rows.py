@@ -1,0 +1,290 @@
+"""f32 NHWC 2-D convolutions with constant weights, register-tiled along output rows.
+
+The implicit GEMM (``conv_gemm.py``) first copies every patch into a packed A panel, one
+select per element, which costs as much as the FMAs for 3x3 kernels on 16-64 features. Here
+the micro-kernel reads the input itself. A tile is ``mr`` consecutive output columns of one
+output row times ``nv`` vectors of output features (the GEMM engine's register tile,
+``gemm_plan.plan_gemm`` with ``M`` the output width). For each kernel tap ``(kh, kw)`` and
+input feature ``ci`` it broadcasts ``x[n, ih, iw(r), ci]`` of each column ``r`` straight from
+the input (a broadcast load x86 folds into the FMA) and multiplies it with one row of the
+weights, packed at compile time as ``[Cout/nr][KH][KW][Cin][nr]`` (``pack_b`` with a single
+K block): each tile streams its weight panel once, the whole K accumulates in registers, and
+the fused epilogue (bias, activation, residual) runs on the finished vectors before their only
+store. No scratch.
+
+Padding costs nothing in the inner loop: a kernel row off the input is skipped by one branch
+per tile, and along the width the tiles are placed at compile time: interior tiles (every tap
+inside) run in a loop, while a border tile knows for each ``kw`` which of its columns read
+the input and leaves the others' accumulators alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from aotc.codegen.irtypes import F32, add_nuw, i64, mul_nuw
+from aotc.codegen.kernels.conv_gemm import is_nhwc
+from aotc.codegen.kernels.dot_gemm import (
+    GemmCall,
+    VectorEpilogue,
+    VectorEpilogueFactory,
+    packed_weights,
+)
+from aotc.codegen.kernels.gemm_plan import NC_MAX, GemmPlan, plan_gemm
+from aotc.codegen.kernels.gemm_tile import gep, k_loop, load_vector, offset, resize
+from aotc.codegen.kernels.window import if_inside, window_position
+from aotc.codegen.loops import entry_alloca, for_range, loop_nest
+from aotc.codegen.vector import VectorInfo
+from aotc.hlo.ir import ConvAttrs, Instruction, Opcode, WindowDim
+from aotc.hlo.shape import PrimitiveType
+
+# Input features below which LeNet-sized convolutions keep their kernels (conv_direct.py for
+# 1-3; the implicit GEMM from 4); output widths below which a row holds too few columns.
+MIN_CIN = 4
+MIN_WIDTH = 4
+
+
+@dataclass(frozen=True)
+class RowConv:
+    """One 2-D NHWC convolution for the row-tiled kernel; see the module docstring."""
+
+    batch: int
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    kernel_hw: tuple[int, int]
+    window: tuple[WindowDim, WindowDim]
+    cin: int
+    cout: int
+    weights: np.ndarray  # [KH * KW * Cin, Cout]
+
+    @property
+    def k(self) -> int:
+        return self.kernel_hw[0] * self.kernel_hw[1] * self.cin
+
+    def plan(self, info: VectorInfo) -> GemmPlan:
+        """The register tile (``mr`` columns x ``nv`` vectors) and the packed weights' layout."""
+        return plan_gemm(self.out_hw[1], self.cout, self.k, info, kc=self.k)
+
+    def scratch_bytes(self, info: VectorInfo) -> int:
+        return 0  # the input is read in place and the tile lives in registers
+
+    def tiles(self, info: VectorInfo) -> list[tuple[int, int]]:
+        """(first column, columns) of the tiles of an output row, balanced in width."""
+        width = self.out_hw[1]
+        count = -(-width // self.plan(info).mr)
+        size = -(-width // count)
+        return [(s, min(size, width - s)) for s in range(0, width, size)]
+
+    def columns_inside(self, start: int, columns: int, kw: int) -> range:
+        """The columns of a tile at ``start`` whose tap ``kw`` reads the input (a range)."""
+        w = self.window[1]
+        hits = [
+            r
+            for r in range(columns)
+            if 0 <= (start + r) * w.stride + kw * w.rhs_dilation - w.pad_low < self.in_hw[1]
+        ]
+        return range(hits[0], hits[-1] + 1) if hits else range(0)
+
+    def interior(self, start: int, columns: int) -> bool:
+        return all(
+            len(self.columns_inside(start, columns, kw)) == columns
+            for kw in range(self.kernel_hw[1])
+        )
+
+
+def row_conv(inst: Instruction, rhs_source: Instruction | None = None) -> RowConv | None:
+    """The row-tiled form of an f32 2-D NHWC convolution with constant weights, or None.
+
+    ``rhs_source`` holds the kernel's buffer (a fusion operand when the convolution is fused).
+    """
+    attrs = inst.attrs_as(ConvAttrs)
+    lhs, rhs = (op.array_shape for op in inst.operands)
+    out = inst.array_shape
+    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)) or lhs.rank != 4:
+        return None
+    if not is_nhwc(attrs.dims, 4) or attrs.feature_group_count != 1:
+        return None
+    if attrs.batch_group_count != 1 or min(*lhs.dims, *rhs.dims, *out.dims) == 0:
+        return None
+    if any(w.lhs_dilation != 1 for w in attrs.window.dims):
+        return None  # transposed: most taps hit holes (conv_gemm.py)
+    if lhs.dims[3] < MIN_CIN or out.dims[2] < MIN_WIDTH or out.dims[3] > NC_MAX:
+        return None
+    source = rhs_source if rhs_source is not None else inst.operands[1]
+    if source.opcode is not Opcode.CONSTANT or source.literal is None:
+        return None
+    weights = np.asarray(source.literal, np.float32).reshape(-1, out.dims[3])
+    h, w = attrs.window.dims
+    spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
+    return RowConv(lhs.dims[0], *spatial, (h, w), lhs.dims[3], out.dims[3], weights)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """What every tile of one output row shares."""
+
+    spec: RowConv
+    plan: GemmPlan
+    call: GemmCall
+    weights: ir.Value
+    epilogue: VectorEpilogue | None
+    batch: ir.Value
+    row: ir.Value  # the output row ``oh``
+
+
+def emit_row_conv(
+    b: ir.IRBuilder,
+    spec: RowConv,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None = None,
+) -> None:
+    """Compute the convolution into ``call.out`` (lhs: the input; the weights are packed)."""
+    plan = spec.plan(info)
+    weights = packed_weights(b.module, f"{b.function.name}.rowconv", plan, spec.weights)
+    apply = epilogue(b, list(call.extras)) if epilogue is not None else None
+    with loop_nest(b, [spec.batch, spec.out_hw[0]], "rc") as (n, oh):
+        row = _Row(spec, plan, call, weights, apply, n, oh)
+        for start, columns, count in _tile_runs(spec, info):
+            if count == 1:
+                _emit_features(b, row, i64(start), columns, start)
+                continue
+            with for_range(b, count, "rt") as t:
+                first = add_nuw(b, i64(start), mul_nuw(b, t, i64(columns)))
+                _emit_features(b, row, first, columns, None)
+
+
+def _tile_runs(spec: RowConv, info: VectorInfo) -> list[tuple[int, int, int]]:
+    """(first column, columns, tiles): consecutive interior tiles of one width form a loop."""
+    runs: list[tuple[int, int, int]] = []
+    for start, columns in spec.tiles(info):
+        if runs and spec.interior(start, columns):
+            first, width, count = runs[-1]
+            if width == columns and spec.interior(first, width):
+                runs[-1] = (first, width, count + 1)
+                continue
+        runs.append((start, columns, 1))
+    return runs
+
+
+def _emit_features(
+    b: ir.IRBuilder, row: _Row, first: ir.Value, columns: int, start: int | None
+) -> None:
+    """One tile of columns for every block of ``nr`` output features (full ones in a loop).
+
+    ``start`` is the tile's first column when it is placed at compile time (a border tile),
+    None for interior tiles in a loop.
+    """
+    p = row.plan
+    full, rest = divmod(row.spec.cout, p.nr)
+    if full > 1:
+        with for_range(b, full, "rj") as j:
+            _emit_tile(b, row, (first, columns, start), j, p.nr)
+    elif full == 1:
+        _emit_tile(b, row, (first, columns, start), i64(0), p.nr)
+    if rest:
+        _emit_tile(b, row, (first, columns, start), i64(full), rest)
+
+
+def _emit_tile(
+    b: ir.IRBuilder,
+    row: _Row,
+    tile: tuple[ir.Value, int, int | None],
+    block: ir.Value,
+    features: int,
+) -> None:
+    """Accumulate one tile of ``features`` output features of feature block ``block`` over
+    the window (kernel rows off the input skipped), then store it."""
+    spec, p = row.spec, row.plan
+    first, columns, _ = tile
+    nv = -(-features // p.vw)
+    vec = ir.VectorType(F32, p.vw)
+    slots = [[entry_alloca(b, vec, "racc") for _ in range(nv)] for _ in range(columns)]
+    for column in slots:
+        for slot in column:
+            b.store(ir.Constant(vec, [0.0] * p.vw), slot)
+    panel = gep(b, row.weights, offset(b, (block, spec.k * p.nr)))
+    with for_range(b, spec.kernel_hw[0], "rkh") as kh:
+        hit, ih = window_position(b, spec.window[0], spec.in_hw[0], row.row, kh)
+        with if_inside(b, hit):
+            accs = [[b.load(s, typ=vec) for s in column] for column in slots]
+            for kw in range(spec.kernel_hw[1]):
+                _accumulate_tap(b, row, tile, panel, (kh, ih, kw), accs)
+            for column, values in zip(slots, accs, strict=True):
+                for slot, value in zip(column, values, strict=True):
+                    b.store(value, slot)
+    col = offset(b, (block, p.nr))
+    for r, column in enumerate(slots):
+        values = [b.load(s, typ=vec) for s in column]
+        _store_column(b, row, (add_nuw(b, first, i64(r)), col), values, features)
+
+
+def _accumulate_tap(
+    b: ir.IRBuilder,
+    row: _Row,
+    tile: tuple[ir.Value, int, int | None],
+    panel: ir.Value,
+    tap: tuple[ir.Value, ir.Value, int],
+    accs: list[list[ir.Value]],
+) -> None:
+    """Add tap ``(kh, kw)`` over every input feature to the columns it reads (in ``accs``)."""
+    spec, p = row.spec, row.plan
+    first, columns, start = tile
+    kh, ih, kw = tap
+    inside = range(columns) if start is None else spec.columns_inside(start, columns, kw)
+    if not inside:
+        return
+    w = spec.window[1]
+    h_size, w_size = spec.in_hw
+    line = offset(b, (row.batch, h_size * w_size * spec.cin), (ih, w_size * spec.cin))
+    iw0 = b.sub(
+        add_nuw(b, mul_nuw(b, first, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low)
+    )
+    bases = [
+        gep(
+            b,
+            row.call.lhs,
+            add_nuw(b, line, mul_nuw(b, b.add(iw0, i64(r * w.stride)), i64(spec.cin))),
+        )
+        for r in inside
+    ]
+    taps = offset(b, (kh, spec.kernel_hw[1] * spec.cin * p.nr), kw * spec.cin * p.nr)
+    weights = gep(b, panel, taps)
+    nv = len(accs[0])
+
+    def step(b: ir.IRBuilder, ci: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+        scalars = [b.load(gep(b, base, ci), typ=F32, align=4) for base in bases]
+        w_row = gep(b, weights, offset(b, (ci, p.nr)))
+        vecs = [load_vector(b, gep(b, w_row, v * p.vw), p.vw, p.vw) for v in range(nv)]
+        return scalars, vecs
+
+    done = k_loop(b, spec.cin, len(inside), nv, p.vw, step, [accs[r] for r in inside])
+    for r, values in zip(inside, done, strict=True):
+        accs[r] = values
+
+
+def _store_column(
+    b: ir.IRBuilder,
+    row: _Row,
+    at: tuple[ir.Value, ir.Value],
+    values: Sequence[ir.Value],
+    features: int,
+) -> None:
+    """Finish the vectors of output column ``ow`` from feature ``col`` (the fused epilogue)
+    and store their first ``features`` lanes."""
+    spec, p = row.spec, row.plan
+    ow, col = at
+    oh_, ow_ = spec.out_hw
+    base = offset(
+        b, (row.batch, oh_ * ow_ * spec.cout), (row.row, ow_ * spec.cout), (ow, spec.cout), (col, 1)
+    )
+    for v, value in enumerate(values):
+        index = add_nuw(b, col, i64(v * p.vw))
+        value = resize(b, value, min(p.vw, features - v * p.vw))
+        if row.epilogue is not None:
+            value = row.epilogue(b, value, [row.batch, row.row, ow, index])
+        b.store(value, gep(b, row.call.out, add_nuw(b, base, i64(v * p.vw))), align=4)
