@@ -3,6 +3,8 @@
 One module per test holds many shapes, so a few compiles cover the packer's cases: padding
 (SAME, VALID, negative), strides, dilations, transposed (base-dilated) inputs, odd ``Cin`` and
 ``Cout``, a K split inside a tap, runtime kernels, and the fused bias/activation epilogue.
+Constant 2-D kernels with at least 4 input features take the row-tiled kernel
+(``conv_rows.py``), so most cases here pass their kernel at run time.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import numpy as np
 from codegen_testing import run_and_compare
 from hlo_programs import build, labels, window
 
-from aotc.codegen.kernels.conv import pointwise_gemm
-from aotc.codegen.kernels.conv_gemm import conv_gemm
+from aotc.codegen.kernels.conv import conv_fast_path
+from aotc.codegen.kernels.conv_gemm import ConvGemm, conv_gemm
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.ir import ConvAttrs, FusionAttrs, FusionKind, Instruction, Opcode, Window
 from aotc.hlo.shape import PrimitiveType, Shape
@@ -53,19 +55,26 @@ CASES = [
 ]
 
 
+# the cases whose constant kernel the row-tiled kernel leaves to the implicit GEMM
+CONSTANT = (5, 9)  # Cin 3 with 40 filters, transposed
+
+
 def _cases_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
     out = []
-    for (_, kernel, win), x in zip(CASES, ps[:-1], strict=True):
-        out.append(conv(b, x, b.constant(weights(*kernel)), win))
-    out.append(conv(b, ps[0], ps[-1], SAME3))  # a runtime kernel: B packed at run time
+    xs, kernels = ps[: len(CASES)], iter(ps[len(CASES) :])
+    for i, ((_, kernel, win), x) in enumerate(zip(CASES, xs, strict=True)):
+        w = b.constant(weights(*kernel)) if i in CONSTANT else next(kernels)
+        out.append(conv(b, x, w, win))  # a runtime kernel: B packed at run time
     return out
 
 
 def test_implicit_gemm_shapes_match_the_evaluator() -> None:
-    shapes = [f32(*x) for x, _, _ in CASES] + [f32(*CASES[0][1])]
+    shapes = [f32(*x) for x, _, _ in CASES]
+    shapes += [f32(*k) for i, (_, k, _) in enumerate(CASES) if i not in CONSTANT]
     module = build(shapes, _cases_body)
     convs = module.entry.root.operands
-    assert all(conv_gemm(c) is not None and pointwise_gemm(c) is None for c in convs)
+    assert all(isinstance(conv_fast_path(c), ConvGemm) for c in convs)
+    assert all(conv_gemm(c).weights is not None for c in (convs[i] for i in CONSTANT))
     run_and_compare(module, [weights(*s.dims) for s in shapes], rtol=2e-5)
 
 
@@ -100,17 +109,21 @@ def test_conv_bias_relu_becomes_an_output_fusion_with_the_epilogue_in_the_tile_s
     assert ir_text.count(".gemm.tile") > 0
 
 
+NARROW_KERNELS = [(5, 5, 6, 16), (5, 5, 6, 6), (3, 3, 6, 1)]
+
+
 def _narrow_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
-    """conv + bias + relu with few filters (LeNet's 6 and 16), and Cin below the threshold."""
+    """conv + bias + relu with few filters (LeNet's 6 and 16; runtime kernels), and Cin
+    below the threshold."""
     zero = b.constant(np.float32(0.0))
     outs = []
-    for x, kernel, win in [
-        (ps[0], (5, 5, 6, 16), window((5,), (5,))),
-        (ps[0], (5, 5, 6, 6), window((5, 1, 2, 2), (5, 1, 2, 2))),
-        (ps[0], (3, 3, 6, 1), SAME3),
-        (ps[1], (5, 5, 1, 6), window((5, 1, 2, 2), (5, 1, 2, 2))),  # Cin 1: the loop kernel
+    for x, w, win in [
+        (ps[0], ps[2], window((5,), (5,))),
+        (ps[0], ps[3], window((5, 1, 2, 2), (5, 1, 2, 2))),
+        (ps[0], ps[4], SAME3),
+        (ps[1], b.constant(weights(5, 5, 1, 6)), window((5, 1, 2, 2), (5, 1, 2, 2))),  # Cin 1
     ]:
-        c = conv(b, x, b.constant(weights(*kernel)), win)
+        c = conv(b, x, w, win)
         dims = c.array_shape.dims
         biased = b.binary(Opcode.ADD, c, b.broadcast(b.constant(weights(dims[-1])), dims, [3]))
         outs.append(b.binary(Opcode.MAXIMUM, biased, b.broadcast(zero, dims, [])))
@@ -118,10 +131,11 @@ def _narrow_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]
 
 
 def test_small_cout_convs_with_bias_relu_take_narrow_gemm_tiles() -> None:
-    module = build([f32(2, 14, 14, 6), f32(2, 12, 12, 1)], _narrow_body)
+    shapes = [f32(2, 14, 14, 6), f32(2, 12, 12, 1), *(f32(*k) for k in NARROW_KERNELS)]
+    module = build(shapes, _narrow_body)
     convs = [r.operands[0].operands[0] for r in module.entry.root.operands]
     assert [conv_gemm(c) is not None for c in convs] == [True, True, True, False]
     assert Fusion().run(module)
-    inputs = [weights(2, 14, 14, 6), weights(2, 12, 12, 1)]
+    inputs = [weights(*s.dims) for s in shapes]
     ir_text = run_and_compare(module, inputs, rtol=2e-5)
     assert ir_text.count(".gemm.tile") > 0

@@ -11,9 +11,11 @@ accumulates in ``f32``; integers wrap; ``pred`` computes ``or`` of ``and``, as f
 
 Fast paths: an f32 1x1 convolution over NHWC data (``b01f_01io->b01f``, unit strides, no
 padding or dilation, one group) is a plain GEMM ``[N*H*W, Cin] @ [Cin, Cout]`` with the
-constant kernel pre-packed (``dot_gemm.py``). Any other f32 NHWC convolution with one group
-(windows, strides, padding, dilations, transposed) is an implicit GEMM whose A panels are
-gathered from the input patches (``conv_gemm.py``). A depthwise convolution (one input
+constant kernel pre-packed (``dot_gemm.py``). A 2-D one with constant weights and at least 4
+input features (no base dilation) runs on register tiles along output rows that read the
+input in place (``conv_rows.py``). Any other f32 NHWC convolution with one group (windows,
+strides, padding, dilations, transposed, runtime kernels) is an implicit GEMM whose A panels
+are gathered from the input patches (``conv_gemm.py``). A depthwise convolution (one input
 feature per group) runs its innermost loop over the groups instead, which is the contiguous
 channel dimension of NHWC input, kernel and output, so it vectorizes over channels. An f32
 2-D NHWC convolution with 1-3 input features that neither GEMM form takes (few filters, as in

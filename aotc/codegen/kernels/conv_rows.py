@@ -73,11 +73,13 @@ class RowConv:
         return 0  # the input is read in place and the tile lives in registers
 
     def tiles(self, info: VectorInfo) -> list[tuple[int, int]]:
-        """(first column, columns) of the tiles of an output row, balanced in width."""
-        width = self.out_hw[1]
-        count = -(-width // self.plan(info).mr)
-        size = -(-width // count)
-        return [(s, min(size, width - s)) for s in range(0, width, size)]
+        """(first column, columns) of the tiles of an output row: as few as the register tile
+        allows, their widths differing by one at most (wider ones first)."""
+        count = -(-self.out_hw[1] // self.plan(info).mr)
+        size, wider = divmod(self.out_hw[1], count)
+        widths = [size + 1] * wider + [size] * (count - wider)
+        starts = [sum(widths[:i]) for i in range(count)]
+        return list(zip(starts, widths, strict=True))
 
     def columns_inside(self, start: int, columns: int, kw: int) -> range:
         """The columns of a tile at ``start`` whose tap ``kw`` reads the input (a range)."""
