@@ -12,10 +12,11 @@ K block): each tile streams its weight panel once, the whole K accumulates in re
 the fused epilogue (bias, activation, residual) runs on the finished vectors before their only
 store. No scratch.
 
-Padding costs nothing in the inner loop: a kernel row off the input is skipped by one branch
-per tile, and along the width the tiles are placed at compile time: interior tiles (every tap
-inside) run in a loop, while a border tile knows for each ``kw`` which of its columns read
-the input and leaves the others' accumulators alone.
+Padding costs nothing in the inner loop (its taps are skipped, which is exact for finite
+weights, ``hlo/finite.py``; others keep the implicit GEMM): a kernel row off the input is
+skipped by one branch per tile, and along the width the tiles are placed at compile time:
+interior tiles (every tap inside) run in a loop, while a border tile knows for each ``kw``
+which of its columns read the input and leaves the others' accumulators alone.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from aotc.codegen.kernels.gemm_tile import gep, k_loop, load_vector, offset, res
 from aotc.codegen.kernels.window import if_inside, window_position
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
+from aotc.hlo.finite import skips_zeros_exactly
 from aotc.hlo.ir import ConvAttrs, Instruction, Opcode, WindowDim
 from aotc.hlo.shape import PrimitiveType
 
@@ -119,6 +121,8 @@ def row_conv(inst: Instruction, rhs_source: Instruction | None = None) -> RowCon
     source = rhs_source if rhs_source is not None else inst.operands[1]
     if source.opcode is not Opcode.CONSTANT or source.literal is None:
         return None
+    if not skips_zeros_exactly(inst, source):
+        return None  # an infinite weight times a padding zero is NaN: conv_gemm multiplies
     weights = np.asarray(source.literal, np.float32).reshape(-1, out.dims[3])
     h, w = attrs.window.dims
     spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
