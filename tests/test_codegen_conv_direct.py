@@ -1,9 +1,10 @@
-"""The direct convolution kernel for few input features: compiled, run, compared.
+"""The direct convolution kernel for few input features (runtime kernels): compiled, run,
+compared.
 
 Each module holds many shapes, so a few compiles cover the kernel's cases: ``Cin`` 1-3,
 strides, dilations, SAME/VALID/negative padding (checked border columns and unchecked
 interior ones), widths that are no multiple of the register tile, batch > 1, several feature
-vectors per column, a runtime kernel, and the fused bias/activation epilogue. Every result is
+vectors per column, and the fused bias/activation epilogue. Every result is
 checked from C (both entry points) and through the JIT against the evaluator.
 """
 
@@ -54,11 +55,9 @@ CASES = [
 
 
 def _cases_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
-    out = []
-    for (_, kernel, win), x in zip(CASES, ps[:-1], strict=True):
-        out.append(_conv(b, x, b.constant(weights(*kernel)), win))
-    out.append(_conv(b, ps[0], ps[-1], CASES[0][2]))  # a runtime kernel
-    return out
+    """Each case with its runtime kernel (constant ones take the row-tiled kernel)."""
+    xs, kernels = ps[: len(CASES)], ps[len(CASES) :]
+    return [_conv(b, x, w, win) for (_, _, win), x, w in zip(CASES, xs, kernels, strict=True)]
 
 
 def _conv(b: ComputationBuilder, x: Instruction, w: Instruction, win: Window) -> Instruction:
@@ -75,7 +74,7 @@ def _compare_jit(module: Module, inputs: list[np.ndarray]) -> None:
 
 
 def test_direct_conv_shapes_match_the_evaluator() -> None:
-    shapes = [f32(*x) for x, _, _ in CASES] + [f32(*CASES[0][1])]
+    shapes = [f32(*x) for x, _, _ in CASES] + [f32(*k) for _, k, _ in CASES]
     module = build(shapes, _cases_body)
     convs = module.entry.root.operands
     assert all(isinstance(conv_fast_path(c), DirectConv) for c in convs)
@@ -86,19 +85,21 @@ def test_direct_conv_shapes_match_the_evaluator() -> None:
 
 
 def test_direct_conv_regions_cover_the_width_and_check_only_borders() -> None:
-    spec = direct_conv(build([f32(*CASES[0][0])], _first_case).entry.root.operands[0])
+    first = build([f32(*CASES[0][0]), f32(*CASES[0][1])], _first_case)
+    spec = direct_conv(first.entry.root.operands[0])
     assert spec is not None
     assert spec.regions() == [(0, 2, True), (2, 24, False), (26, 2, True)]
-    valid = direct_conv(build([f32(*CASES[1][0])], _second_case).entry.root.operands[0])
+    second = build([f32(*CASES[1][0]), f32(*CASES[1][1])], _second_case)
+    valid = direct_conv(second.entry.root.operands[0])
     assert valid is not None and valid.regions() == [(0, 25, False)]
 
 
 def _first_case(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
-    return [_conv(b, ps[0], b.constant(weights(*CASES[0][1])), CASES[0][2])]
+    return [_conv(b, ps[0], ps[1], CASES[0][2])]
 
 
 def _second_case(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
-    return [_conv(b, ps[0], b.constant(weights(*CASES[1][1])), CASES[1][2])]
+    return [_conv(b, ps[0], ps[1], CASES[1][2])]
 
 
 def test_direct_conv_leaves_other_convolutions_to_other_kernels() -> None:
@@ -115,13 +116,13 @@ def test_direct_conv_leaves_other_convolutions_to_other_kernels() -> None:
 
 def _fused_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
     """conv + bias + relu and conv + bias + tanh on the direct kernel, and a residual add."""
-    x, x3, residual = ps
+    x, x3, residual, w1, w3 = ps
     outs = []
     for inp, kernel, win, act in [
-        (x, (5, 5, 1, 6), window(same(5), same(5)), Opcode.MAXIMUM),
-        (x3, (3, 3, 3, 10), window(same(3, 2), same(3, 2)), Opcode.TANH),
+        (x, w1, window(same(5), same(5)), Opcode.MAXIMUM),
+        (x3, w3, window(same(3, 2), same(3, 2)), Opcode.TANH),
     ]:
-        c = _conv(b, inp, b.constant(weights(*kernel)), win)
+        c = _conv(b, inp, kernel, win)
         dims = c.array_shape.dims
         biased = b.binary(Opcode.ADD, c, b.broadcast(b.constant(weights(dims[-1])), dims, [3]))
         if act is Opcode.TANH:
@@ -129,13 +130,14 @@ def _fused_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction])
         else:
             zero = b.broadcast(b.constant(np.float32(0.0)), dims, [])
             outs.append(b.binary(Opcode.MAXIMUM, biased, zero))
-    c = _conv(b, x, b.constant(weights(5, 5, 1, 6)), window(same(5), same(5)))
+    c = _conv(b, x, w1, window(same(5), same(5)))
     outs.append(b.binary(Opcode.ADD, c, residual))
     return outs
 
 
 def test_direct_conv_runs_the_fused_epilogue_in_registers() -> None:
     shapes = [f32(2, 15, 15, 1), f32(3, 11, 13, 3), f32(2, 15, 15, 6)]
+    shapes += [f32(5, 5, 1, 6), f32(3, 3, 3, 10)]  # runtime kernels
     module = build(shapes, _fused_body)
     assert Fusion().run(module)
     roots = module.entry.root.operands

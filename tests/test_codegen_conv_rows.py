@@ -1,4 +1,4 @@
-"""The row-tiled convolution kernel (constant weights, Cin >= 4): compiled, run, compared.
+"""The row-tiled convolution kernel (constant weights): compiled, run, compared.
 
 One module holds many shapes, so a compile covers the kernel's cases: SAME/VALID/negative and
 wide padding (border tiles, kernel rows and whole tiles off the input), strides, dilations,
@@ -54,6 +54,9 @@ CASES = [
     ((1, 6, 12, 96), (3, 3, 96, 40), SAME3),  # many input features
     ((1, 4, 9, 5), (2, 2, 5, 70), window((2, 1, 0, 1), (2, 1, 1, 0))),  # three feature blocks
     ((1, 9, 13, 4), (3, 3, 4, 8), window((3, 1, 1, 1), (3, 3, 1, 1))),  # width 4, stride 3
+    ((4, 28, 28, 1), (5, 5, 1, 6), window((5, 1, 2, 2), (5, 1, 2, 2))),  # LeNet's first layer
+    ((1, 23, 23, 3), (7, 7, 3, 40), window((7, 2, 3, 3), (7, 2, 3, 3))),  # ResNet-like stem
+    ((2, 5, 6, 2), (2, 2, 2, 1), window((2, 1, 0, 1), (2, 1, 1, 0))),  # one filter
 ]
 
 
@@ -110,8 +113,10 @@ def test_row_tiles_loop_over_the_interior_and_place_the_borders() -> None:
 def test_row_conv_leaves_other_convolutions_to_other_kernels() -> None:
     def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
         x, w, thin = ps
+        nonfinite = weights(3, 3, 3, 16)
+        nonfinite[1, 1, 0, 0] = np.inf
         return [
-            _conv(b, x, b.constant(weights(3, 3, 3, 16)), SAME3),  # Cin 3
+            _conv(b, x, b.constant(nonfinite), SAME3),  # inf * padding zeros is NaN
             _conv(b, thin, w, SAME3),  # a runtime kernel
             _conv(b, thin, b.constant(weights(3, 3, 4, 16)), window((3, 1, 1, 1, 2), (3,))),
             _conv(b, thin, b.constant(weights(3, 3, 4, 8)), window((3,), (3, 2))),  # width 3

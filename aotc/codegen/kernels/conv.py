@@ -11,15 +11,15 @@ accumulates in ``f32``; integers wrap; ``pred`` computes ``or`` of ``and``, as f
 
 Fast paths: an f32 1x1 convolution over NHWC data (``b01f_01io->b01f``, unit strides, no
 padding or dilation, one group) is a plain GEMM ``[N*H*W, Cin] @ [Cin, Cout]`` with the
-constant kernel pre-packed (``dot_gemm.py``). A 2-D one with constant weights and at least 4
-input features (no base dilation) runs on register tiles along output rows that read the
+constant kernel pre-packed (``dot_gemm.py``). A 2-D one with constant (finite, where there is
+padding) weights and no base dilation runs on register tiles along output rows that read the
 input in place (``conv_rows.py``). Any other f32 NHWC convolution with one group (windows,
 strides, padding, dilations, transposed, runtime kernels) is an implicit GEMM whose A panels
 are gathered from the input patches (``conv_gemm.py``). A depthwise convolution (one input
 feature per group) runs its innermost loop over the groups instead, which is the contiguous
 channel dimension of NHWC input, kernel and output, so it vectorizes over channels. An f32
-2-D NHWC convolution with 1-3 input features that neither GEMM form takes (few filters, as in
-LeNet's first layer) runs on the direct kernel (``conv_direct.py``) instead of the loop kernel.
+2-D NHWC convolution with 1-3 input features that no other fast form takes (a runtime kernel
+with few filters) runs on the direct kernel (``conv_direct.py``) instead of the loop kernel.
 
 The loop kernel also serves kOutput fusions (``emit_conv_loops`` hands each finished element
 to a callback that applies the epilogue); the fast paths apply it to whole vectors before the store.

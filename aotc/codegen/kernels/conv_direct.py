@@ -1,4 +1,6 @@
-"""Direct f32 NHWC convolution for few input features (``Cin <= 3``, first layers).
+"""Direct f32 NHWC convolution for few input features (``Cin <= 3``, first layers) whose
+kernel is no constant the row-tiled kernel (``conv_rows.py``) packs: a runtime kernel, or one
+with non-finite weights next to padding.
 
 The implicit GEMM (``conv_gemm.py``) packs patches whose segments are ``Cin`` floats long,
 which costs more than the FMAs for such inputs, and the loop kernel keeps its accumulator row

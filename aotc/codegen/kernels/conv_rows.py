@@ -1,7 +1,7 @@
 """f32 NHWC 2-D convolutions with constant weights, register-tiled along output rows.
 
 The implicit GEMM (``conv_gemm.py``) first copies every patch into a packed A panel, one
-select per element, which costs as much as the FMAs for 3x3 kernels on 16-64 features. Here
+select per element, which costs as much as the FMAs for 3x3 kernels on 1-64 features. Here
 the micro-kernel reads the input itself. A tile is ``mr`` consecutive output columns of one
 output row times ``nv`` vectors of output features (the GEMM engine's register tile,
 ``gemm_plan.plan_gemm`` with ``M`` the output width). For each kernel tap ``(kh, kw)`` and
@@ -44,9 +44,7 @@ from aotc.hlo.finite import skips_zeros_exactly
 from aotc.hlo.ir import ConvAttrs, Instruction, Opcode, WindowDim
 from aotc.hlo.shape import PrimitiveType
 
-# Input features below which LeNet-sized convolutions keep their kernels (conv_direct.py for
-# 1-3; the implicit GEMM from 4); output widths below which a row holds too few columns.
-MIN_CIN = 4
+# Output widths below which a row holds too few columns for a register tile.
 MIN_WIDTH = 4
 
 
@@ -116,7 +114,7 @@ def row_conv(inst: Instruction, rhs_source: Instruction | None = None) -> RowCon
         return None
     if any(w.lhs_dilation != 1 for w in attrs.window.dims):
         return None  # transposed: most taps hit holes (conv_gemm.py)
-    if lhs.dims[3] < MIN_CIN or out.dims[2] < MIN_WIDTH or out.dims[3] > NC_MAX:
+    if out.dims[2] < MIN_WIDTH or out.dims[3] > NC_MAX:
         return None
     source = rhs_source if rhs_source is not None else inst.operands[1]
     if source.opcode is not Opcode.CONSTANT or source.literal is None:
