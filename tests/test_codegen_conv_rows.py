@@ -50,6 +50,7 @@ CASES = [
     ((1, 7, 17, 8), (3, 3, 8, 16), window((3, 1, -1, 1), (3, 1, 0, -1))),  # negative padding
     ((1, 5, 9, 4), (3, 3, 4, 8), window((3, 1, 3, 3), (3, 1, 3, 3))),  # padding past the taps
     ((1, 8, 16, 8), (1, 1, 8, 16), window((1, 2), (1, 2))),  # strided 1x1
+    ((2, 3, 10, 24), (1, 1, 24, 36), window((1,), (1,))),  # 1x1 (else a plain GEMM)
     ((2, 6, 14, 16), (1, 3, 16, 17), window((1,), (3, 1, 1, 1))),  # 1x3
     ((1, 6, 12, 96), (3, 3, 96, 40), SAME3),  # many input features
     ((1, 4, 9, 5), (2, 2, 5, 70), window((2, 1, 0, 1), (2, 1, 1, 0))),  # three feature blocks
@@ -112,7 +113,7 @@ def test_row_tiles_loop_over_the_interior_and_place_the_borders() -> None:
 
 def test_row_conv_leaves_other_convolutions_to_other_kernels() -> None:
     def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
-        x, w, thin = ps
+        x, w, thin, deep = ps
         nonfinite = weights(3, 3, 3, 16)
         nonfinite[1, 1, 0, 0] = np.inf
         return [
@@ -120,10 +121,12 @@ def test_row_conv_leaves_other_convolutions_to_other_kernels() -> None:
             _conv(b, thin, w, SAME3),  # a runtime kernel
             _conv(b, thin, b.constant(weights(3, 3, 4, 16)), window((3, 1, 1, 1, 2), (3,))),
             _conv(b, thin, b.constant(weights(3, 3, 4, 8)), window((3,), (3, 2))),  # width 3
+            _conv(b, deep, b.constant(weights(1, 1, 520, 520)), window((1,), (1,))),  # 1 MiB+
         ]
 
-    module = build([f32(1, 8, 8, 3), f32(3, 3, 4, 16), f32(1, 8, 8, 4)], body)
-    assert [row_conv(c) for c in module.entry.root.operands] == [None] * 4
+    shapes = [f32(1, 8, 8, 3), f32(3, 3, 4, 16), f32(1, 8, 8, 4), f32(1, 6, 6, 520)]
+    module = build(shapes, body)
+    assert [row_conv(c) for c in module.entry.root.operands] == [None] * 5
 
 
 def _fused_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:

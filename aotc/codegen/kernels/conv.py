@@ -9,11 +9,11 @@ accumulator row contiguously and the kernel's output-feature dimension (contiguo
 usual HWIO filters), so LLVM vectorizes it; the input element is invariant in it. ``f16``
 accumulates in ``f32``; integers wrap; ``pred`` computes ``or`` of ``and``, as for dot.
 
-Fast paths: an f32 1x1 convolution over NHWC data (``b01f_01io->b01f``, unit strides, no
-padding or dilation, one group) is a plain GEMM ``[N*H*W, Cin] @ [Cin, Cout]`` with the
-constant kernel pre-packed (``dot_gemm.py``). A 2-D one with constant (finite, where there is
-padding) weights and no base dilation runs on register tiles along output rows that read the
-input in place (``conv_rows.py``). Any other f32 NHWC convolution with one group (windows,
+Fast paths: an f32 2-D NHWC convolution (``b01f_01io->b01f``) with one group, constant
+(finite, where there is padding) weights and no base dilation runs on register tiles along
+output rows that read the input in place (``conv_rows.py``). Another 1x1 one (unit strides,
+no padding or dilation) is a plain GEMM ``[N*H*W, Cin] @ [Cin, Cout]``, its constant kernel
+pre-packed (``dot_gemm.py``). Any other f32 NHWC convolution with one group (windows,
 strides, padding, dilations, transposed, runtime kernels) is an implicit GEMM whose A panels
 are gathered from the input patches (``conv_gemm.py``). A depthwise convolution (one input
 feature per group) runs its innermost loop over the groups instead, which is the contiguous
@@ -106,11 +106,11 @@ def packs_weights(spec: FastConv | None) -> bool:
 
 
 def conv_fast_path(inst: Instruction, rhs_source: Instruction | None = None) -> FastConv | None:
-    """The fast form of a convolution: pointwise (plain GEMM), row tiles, implicit GEMM,
+    """The fast form of a convolution: row tiles, pointwise (plain GEMM), implicit GEMM,
     direct, or None."""
     return (
-        pointwise_gemm(inst, rhs_source)
-        or row_conv(inst, rhs_source)
+        row_conv(inst, rhs_source)
+        or pointwise_gemm(inst, rhs_source)
         or conv_gemm(inst, rhs_source)
         or direct_conv(inst)
     )

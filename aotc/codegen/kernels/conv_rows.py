@@ -46,6 +46,11 @@ from aotc.hlo.shape import PrimitiveType
 
 # Output widths below which a row holds too few columns for a register tile.
 MIN_WIDTH = 4
+# 1x1 kernels with more weight bytes than this stay plain GEMMs, which stream the weights
+# once (here: once per output row). Measured on a loaded Intel AVX-512 machine, us, 1x1
+# GEMM / rows: 7x7 960->160 93/75, 14x14 384->64 70/49, 56x56 24->144 170/134, 28x28
+# 192->32 92/45, 7x7 320->1280 (1.6 MB) 213/233.
+POINTWISE_WEIGHTS_MAX = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,8 @@ def row_conv(inst: Instruction, rhs_source: Instruction | None = None) -> RowCon
     if not skips_zeros_exactly(inst, source):
         return None  # an infinite weight times a padding zero is NaN: conv_gemm multiplies
     weights = np.asarray(source.literal, np.float32).reshape(-1, out.dims[3])
+    if rhs.dims[0] == rhs.dims[1] == 1 and weights.nbytes > POINTWISE_WEIGHTS_MAX:
+        return None
     h, w = attrs.window.dims
     spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
     return RowConv(lhs.dims[0], *spatial, (h, w), lhs.dims[3], out.dims[3], weights)
