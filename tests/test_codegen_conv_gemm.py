@@ -79,17 +79,17 @@ def test_implicit_gemm_shapes_match_the_evaluator() -> None:
 
 
 def _fused_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
-    """conv + bias + relu (implicit GEMM, 1x1 GEMM, and an f32 grouped loop kernel), and a
-    residual add whose operand has the output's shape."""
-    x, residual = ps
+    """conv + bias + relu (implicit GEMM on a runtime kernel, row tiles on a constant 1x1, and
+    an f32 grouped loop kernel), and a residual add whose operand has the output's shape."""
+    x, residual, w3 = ps
     zero = b.constant(np.float32(0.0))
     outs = []
     for kernel, win, groups in [
-        ((3, 3, 8, 20), SAME3, 1),
-        ((1, 1, 8, 24), window((1,), (1,)), 1),
-        ((3, 3, 4, 20), SAME3, 2),
+        (w3, SAME3, 1),
+        (b.constant(weights(1, 1, 8, 24)), window((1,), (1,)), 1),
+        (b.constant(weights(3, 3, 4, 20)), SAME3, 2),
     ]:
-        c = b.convolution(x, b.constant(weights(*kernel)), ConvAttrs(win, NHWC, groups))
+        c = b.convolution(x, kernel, ConvAttrs(win, NHWC, groups))
         dims = c.array_shape.dims
         biased = b.binary(Opcode.ADD, c, b.broadcast(b.constant(weights(dims[-1])), dims, [3]))
         outs.append(b.binary(Opcode.MAXIMUM, biased, b.broadcast(zero, dims, [])))
@@ -99,12 +99,13 @@ def _fused_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction])
 
 
 def test_conv_bias_relu_becomes_an_output_fusion_with_the_epilogue_in_the_tile_store() -> None:
-    module = build([f32(2, 9, 9, 8), f32(2, 9, 9, 20)], _fused_body)
+    shapes = [f32(2, 9, 9, 8), f32(2, 9, 9, 20), f32(3, 3, 8, 20)]
+    module = build(shapes, _fused_body)
     assert Fusion().run(module)
     roots = module.entry.root.operands
     assert [r.opcode for r in roots] == [Opcode.FUSION] * 4
     assert all(r.attrs_as(FusionAttrs).kind is FusionKind.OUTPUT for r in roots)
-    inputs = [weights(2, 9, 9, 8), weights(2, 9, 9, 20)]
+    inputs = [weights(*s.dims) for s in shapes]
     ir_text = run_and_compare(module, inputs, rtol=2e-5)
     assert ir_text.count(".gemm.tile") > 0
 
