@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import aotc
+from aotc.codegen.kernels.conv_direct import direct_conv
 from aotc.codegen.kernels.conv_gemm import conv_gemm
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import ConvAttrs, Opcode
@@ -54,6 +55,10 @@ CASES = {
                           "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
     "gemm_strided": ("f32[1,6,6,16]", (3, 3, 16, 16), "f32[1,3,3,16]",
                      "window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
+    # few input features, run-time weights: the direct kernel (conv_direct.py), whose top and
+    # bottom rows of taps fall off the input
+    "direct_few_features": ("f32[1,5,5,3]", (3, 3, 3, 8), "f32[1,5,5,8]",
+                            "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
     # another layout: the direct loop kernel
     "loops_nchw": ("f32[1,2,5,5]", (3, 2, 3, 3), "f32[1,3,3,3]",
                    "window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01"),
@@ -93,6 +98,8 @@ def test_nonfinite_weights_next_to_zeros_match_the_evaluator(
     assert np.isnan(want).any()  # the case does put an infinity next to a zero
     conv = module.entry.root.operands[0]
     assert (conv_gemm(conv) is not None) == case.startswith("gemm")
+    if runtime_weights:
+        assert (direct_conv(conv) is not None) == case.startswith("direct")
     path = tmp_path / "conv.hlo"
     path.write_text(text)
     _assert_same(aotc.compile(path, cache=False)(*args), want)

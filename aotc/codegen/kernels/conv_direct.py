@@ -10,9 +10,11 @@ tap loads the kernel's ``w[kh, kw, ci, :]`` vectors once and, per column, broadc
 element into an FMA. The fused epilogue (bias, activation) runs on the finished vectors before
 their only store, at the output index of each column.
 
-Padding is resolved where it costs least: a kernel row that falls off the input is skipped by
-one branch per tile; along the width, the output columns are split at compile time into the
-interior (every tap inside: no checks) and the borders (taps clamped and zeroed by a select).
+Padding is resolved where it costs least: a kernel row that falls off the input takes one
+branch per tile to a copy of the taps that multiplies zeros in (``0 * w``, so a non-finite
+weight there still gives NaN, as in XLA) without loading the input; along the width, the
+output columns are split at compile time into the interior (every tap inside: no checks) and
+the borders (taps clamped and zeroed by a select).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64, mul_nuw
 from aotc.codegen.kernels.conv_gemm import is_nhwc
 from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogue, VectorEpilogueFactory
 from aotc.codegen.kernels.gemm_tile import gep, offset, splat
-from aotc.codegen.kernels.window import if_inside, window_position
+from aotc.codegen.kernels.window import window_position
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.hlo.ir import ConvAttrs, Instruction, WindowDim
@@ -139,27 +141,46 @@ def _emit_tile(b: ir.IRBuilder, tile: _Tile, ow0: ir.Value, points: int, checked
     wh = tile.spec.window[0]
     with for_range(b, tile.spec.kernel_hw[0], "dkh") as kh:
         hit, ih = window_position(b, wh, tile.spec.in_hw[0], tile.row, kh)
-        with if_inside(b, hit):
-            accs = [[b.load(s, typ=s.allocated_type) for s in column] for column in slots]
-            accs = _accumulate_row(b, tile, (kh, ih), ow0, accs, checked)
-            for column, values in zip(slots, accs, strict=True):
-                for slot, value in zip(column, values, strict=True):
-                    b.store(value, slot)
+        if hit is None:
+            _add_row(b, tile, (kh, ih), ow0, slots, checked)
+        else:
+            with b.if_else(hit) as (inside, outside):
+                with inside:
+                    _add_row(b, tile, (kh, ih), ow0, slots, checked)
+                with outside:
+                    _add_row(b, tile, (kh, None), ow0, slots, checked)
     for p, column in enumerate(slots):
         ow = add_nuw(b, ow0, i64(p))
         values = [b.load(s, typ=s.allocated_type) for s in column]
         _store_column(b, tile, ow, values)
 
 
+def _add_row(
+    b: ir.IRBuilder,
+    tile: _Tile,
+    khh: tuple[ir.Value, ir.Value | None],
+    ow0: ir.Value,
+    slots: list[list[ir.Value]],
+    checked: bool,
+) -> None:
+    """Load the accumulators, add one kernel row's taps, store them back."""
+    accs = [[b.load(s, typ=s.allocated_type) for s in column] for column in slots]
+    accs = _accumulate_row(b, tile, khh, ow0, accs, checked)
+    for column, values in zip(slots, accs, strict=True):
+        for slot, value in zip(column, values, strict=True):
+            b.store(value, slot)
+
+
 def _accumulate_row(
     b: ir.IRBuilder,
     tile: _Tile,
-    khh: tuple[ir.Value, ir.Value],
+    khh: tuple[ir.Value, ir.Value | None],
     ow0: ir.Value,
     accs: list[list[ir.Value]],
     checked: bool,
 ) -> list[list[ir.Value]]:
-    """Add one kernel row's taps (every ``kw`` and input feature) to the tile's accumulators."""
+    """Add one kernel row's taps (every ``kw`` and input feature) to the tile's accumulators;
+    ``ih`` None: the row is in the padding, its input is zero."""
     spec, (kh, ih) = tile.spec, khh
     chunks = spec.chunks(tile.info)
     for kw in range(spec.kernel_hw[1]):
@@ -176,7 +197,11 @@ def _accumulate_row(
                 for c, lanes in chunks
             ]
             for p, column in enumerate(accs):
-                x = _input(b, tile, ih, add_nuw(b, ow0, i64(p)), (kw, ci), checked)
+                x = (
+                    ir.Constant(F32, 0.0)
+                    if ih is None
+                    else _input(b, tile, ih, add_nuw(b, ow0, i64(p)), (kw, ci), checked)
+                )
                 accs[p] = [
                     call_intrinsic(b, "fmuladd", [splat(b, x, w.type.count), w, acc])
                     for w, acc in zip(weights, column, strict=True)
