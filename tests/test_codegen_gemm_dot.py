@@ -20,6 +20,7 @@ from aotc.codegen.kernels.dot import dot_scratch_bytes
 from aotc.codegen.kernels.dot_gemm import SMALL_GEMM_K, gemm_dot
 from aotc.codegen.vector import AVX512
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
+from aotc.hlo.fusion_plan import recorded_plan
 from aotc.hlo.ir import ConvAttrs, DotDims, Instruction, Module
 from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.hlo.text import parse_module
@@ -345,3 +346,31 @@ def test_convolutions_pointwise_depthwise_and_general() -> None:
     fast = [pointwise_gemm(c) is not None for c in module.entry.root.operands]
     assert fast == [True, True] + [False] * 8
     run_and_compare(module, [weights(*s.dims) for s in shapes], rtol=1e-5)
+
+
+IN_PLACE_LONG_K = """
+HloModule m
+ENTRY main {
+  x = f32[2,9,300] parameter(0)
+  w = f32[300,40] parameter(1)
+  bias = f32[40] parameter(2)
+  p = f32[2,9,40] parameter(3)
+  res = f32[2,9,40] negate(p)
+  d = f32[2,9,40] dot(x, w), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  bb = f32[2,9,40] broadcast(bias), dimensions={2}
+  a = f32[2,9,40] add(d, bb)
+  r = f32[2,9,40] add(res, a)
+  ROOT t = (f32[2,9,40]) tuple(r)
+}"""
+
+
+def test_an_in_place_epilogue_over_two_k_blocks_takes_all_of_k_in_one() -> None:
+    """The residual add may write over ``res`` (it dies there), so partial sums must not pass
+    through the output: K = 300 > KC runs as one K block on the GEMM, not the loop kernel."""
+    module = parse_module(IN_PLACE_LONG_K)
+    assert Fusion().run(module)
+    fusion = module.entry.root.operands[0]
+    assert fusion.opcode.value == "fusion" and recorded_plan(fusion).in_place
+    inputs = [weights(*p.array_shape.dims) for p in module.entry.parameters]
+    ir_text = run_and_compare(module, inputs, rtol=1e-5)
+    assert ir_text.count(".gemm.tile") > 0

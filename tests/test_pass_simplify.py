@@ -178,6 +178,36 @@ CASES = [
                rhs_batch_dims={0}, rhs_contracting_dims={1} ...""",
     ),
     (
+        "dot_broadcast_rhs_unbatched",  # einsum abc,cd->abd: the weights shared by each batch
+        """x = f32[2,3,4] parameter(0)
+           w = f32[4,5] parameter(1)
+           wb = f32[2,4,5] broadcast(w), dimensions={1,2}
+           ROOT d = f32[2,3,5] dot(x, wb), lhs_batch_dims={0}, lhs_contracting_dims={2},
+             rhs_batch_dims={0}, rhs_contracting_dims={1}""",
+        """... ROOT dot = f32[2,3,5] dot(x, w), lhs_contracting_dims={2},
+               rhs_contracting_dims={0} ...""",
+    ),
+    (
+        "dot_broadcast_rhs_transposed_weights",
+        """x = f32[2,3,4] parameter(0)
+           w = f32[5,4] parameter(1)
+           wb = f32[2,5,4] broadcast(w), dimensions={1,2}
+           ROOT d = f32[2,3,5] dot(x, wb), lhs_batch_dims={0}, lhs_contracting_dims={2},
+             rhs_batch_dims={0}, rhs_contracting_dims={2}""",
+        """... ROOT dot = f32[2,3,5] dot(x, w), lhs_contracting_dims={2},
+               rhs_contracting_dims={1} ...""",
+    ),
+    (
+        "dot_reshaped_lhs_rows",  # Keras Dense on a rank-3 input
+        """x = f32[2,3,4] parameter(0)
+           w = f32[4,5] parameter(1)
+           xr = f32[6,4] reshape(x)
+           d = f32[6,5] dot(xr, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+           ROOT r = f32[2,3,5] reshape(d)""",
+        """... dot = f32[2,3,5] dot(x, w), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+           ROOT reshape.1 = f32[2,3,5] reshape(dot) ...""",  # the next run drops the reshape
+    ),
+    (
         "scale_into_dot_weights",
         """x = f32[2,3] parameter(0)
            w = f32[3,2] constant({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
@@ -308,6 +338,29 @@ UNCHANGED = [
            b = f32[4,5] parameter(1)
            at = f32[3,2,4] transpose(a), dimensions={1,0,2}
            ROOT d = f32[3,2,5] dot(at, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}""",
+    ),
+    (
+        "dot_broadcast_rhs_batch_not_leading",  # the result would list x's free dims first
+        """x = f32[3,2,4] parameter(0)
+           w = f32[4,5] parameter(1)
+           wb = f32[2,4,5] broadcast(w), dimensions={1,2}
+           ROOT d = f32[2,3,5] dot(x, wb), lhs_batch_dims={1}, lhs_contracting_dims={2},
+             rhs_batch_dims={0}, rhs_contracting_dims={1}""",
+    ),
+    (
+        "dot_rhs_broadcast_along_a_free_dim",  # not a batch broadcast
+        """x = f32[2,3,4] parameter(0)
+           w = f32[2,4] parameter(1)
+           wb = f32[2,4,5] broadcast(w), dimensions={0,1}
+           ROOT d = f32[2,3,5] dot(x, wb), lhs_batch_dims={0}, lhs_contracting_dims={2},
+             rhs_batch_dims={0}, rhs_contracting_dims={1}""",
+    ),
+    (
+        "dot_reshape_mixing_the_contracted_dim",
+        """x = f32[2,3,4] parameter(0)
+           w = f32[12,5] parameter(1)
+           xr = f32[2,12] reshape(x)
+           ROOT d = f32[2,5] dot(xr, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}""",
     ),
     (
         "scale_along_batch_dim",  # s varies along x's rows, not the weights

@@ -196,6 +196,23 @@ ENTRY main {{
         )
 
 
+def test_short_row_sums_are_vector_code_not_an_unrolled_chain() -> None:
+    """A row of 64 (attention's softmax sum) is fully unrolled unless the loop is kept, and
+    the SLP vectorizer leaves an unrolled float add chain scalar."""
+    ir = _optimized_ir(
+        f"""HloModule m
+{ADD}
+ENTRY main {{
+  x = f32[512,64] parameter(0)
+  z = f32[] constant(0)
+  r = f32[512] reduce(x, z), dimensions={{1}}, to_apply=add
+  ROOT t = (f32[512]) tuple(r)
+}}"""
+    )
+    assert f"fadd reassoc <{HOST_WIDTH} x float> %wide.load" in ir
+    assert "fadd reassoc float %" not in ir  # only the horizontal sums' -0.0 + lane
+
+
 def test_softmax_is_vector_code_without_libm() -> None:
     ir = _optimized_ir("HloModule m\n" + ADD + MAX + SOFTMAX)
     assert f"<{HOST_WIDTH} x float>" in ir

@@ -15,6 +15,7 @@ from aotc.passes.cse import CSE
 from aotc.passes.dce import DCE
 from aotc.passes.flatten import FlattenCallGraph
 from aotc.passes.fusion import Fusion
+from aotc.passes.merge_dots import MergeDots
 from aotc.passes.pipeline import (
     DUMP_FORMATS,
     DumpOptions,
@@ -42,6 +43,7 @@ __all__ = [
     "FixedPoint",
     "FlattenCallGraph",
     "Fusion",
+    "MergeDots",
     "Pass",
     "PassTiming",
     "Pipeline",
@@ -79,6 +81,7 @@ def default_passes() -> list[Pass]:
         FlattenCallGraph(),  # then every loop, branch and call has a computation of its own
         ConvTransposePhases(),
         FixedPoint(simplification_pipeline()),
+        MergeDots(),  # after simplification: weights are constants, batch broadcasts gone
         Fusion(),
         Schedule(),  # last: the entry's order is the schedule; a pass after it must keep it
         # buffer assignment runs in codegen (aotc/codegen/buffers.py), in the entry's order

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from llvmlite import ir
@@ -40,7 +40,7 @@ from aotc.codegen.kernels.elemental_vector import (
     splat_generator,
 )
 from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args
-from aotc.codegen.kernels.gemm_plan import GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
+from aotc.codegen.kernels.gemm_plan import KC, GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
 from aotc.codegen.kernels.gemm_tile import Epilogue, gep
 from aotc.codegen.loops import for_range
 from aotc.codegen.vector import VectorInfo
@@ -56,6 +56,11 @@ from aotc.hlo.shape import PrimitiveType
 #: GEMV (M = 1) ties or wins at every K, and K >= 64 is 5-40x faster on the GEMM engine.
 SMALL_GEMM_K = 16
 
+#: The longest K an in-place output fusion computes in one K block (``single_pass_form``):
+#: Keras' FFN projection back from 512 (or 4x the model width) features writes over its
+#: residual input.
+SINGLE_PASS_K = 1024
+
 
 @dataclass(frozen=True)
 class GemmDot:
@@ -68,13 +73,14 @@ class GemmDot:
     lhs_free: tuple[int, ...]
     b_transposed: bool
     b_constant: np.ndarray | None  # the rhs literal when it is an unbatched constant
+    kc: int = KC  # the K block: partial sums pass through C when K is longer
 
     @property
     def batch(self) -> int:
         return math.prod(self.batch_dims)
 
     def plan(self, info: VectorInfo) -> GemmPlan:
-        return plan_gemm(self.m, self.n, self.k, info)
+        return plan_gemm(self.m, self.n, self.k, info, kc=self.kc)
 
     def scratch_bytes(self, info: VectorInfo) -> int:
         return gemm_scratch_bytes(self.plan(info), self.b_constant is not None)
@@ -127,6 +133,17 @@ def single_pass(spec: GemmDot, info: VectorInfo) -> bool:
     """Whether the GEMM writes each element of C exactly once (no partial sums in C)."""
     plan = spec.plan(info)
     return spec.b_constant is not None if plan.gemv else plan.k <= plan.kc
+
+
+def single_pass_form(spec: GemmDot, info: VectorInfo) -> GemmDot | None:
+    """``spec``, or the same GEMM with all of K in one block when that makes it single-pass
+    and K is at most ``SINGLE_PASS_K`` (its A and B panels then outgrow L1, which costs far
+    less than the loop kernel); None when neither writes each element of C once."""
+    if single_pass(spec, info):
+        return spec
+    if spec.k > SINGLE_PASS_K or spec.plan(info).gemv:
+        return None
+    return replace(spec, kc=spec.k)
 
 
 # ---- emission --------------------------------------------------------------------------------

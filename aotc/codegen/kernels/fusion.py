@@ -42,7 +42,7 @@ from aotc.codegen.kernels.dot_gemm import (
     gemm_dot,
     operand_reader,
     operand_vector_reader,
-    single_pass,
+    single_pass_form,
 )
 from aotc.codegen.kernels.elemental import (
     emit_concat_store_loops,
@@ -184,9 +184,9 @@ def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:
     if root.array_shape.dtype is not PrimitiveType.F32:
         return None
     spec = gemm_dot(dot, fusion.operands[parameter_number(dot.operands[1])])
-    if spec is None or (plan.in_place and not single_pass(spec, info)):
-        return None
-    return spec
+    if spec is None or not plan.in_place:
+        return spec
+    return single_pass_form(spec, info)
 
 
 def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: Instruction) -> None:
@@ -335,7 +335,7 @@ def _fold_row(
     acc = entry_alloca(b, register_type(reduce.array_shape.dtype), "acc")
     b.store(gens[id(init)](b, []), acc)
     reduced = data.array_shape.dims[len(row) :]
-    with interleaved(b), loop_nest(b, reduced, "r") as r:
+    with interleaved(b, reduced[-1] if reduced else 1), loop_nest(b, reduced, "r") as r:
         element = gens[id(data)](b, [*row, *r])
         total = b.load(acc, typ=acc.allocated_type)
         b.store(fold(b, reduce.called[0], [total], [element])[0], acc)

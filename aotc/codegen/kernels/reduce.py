@@ -42,6 +42,13 @@ ROW_TILE = 4096
 # to cover the add / max latency (4 cycles) at two per cycle without spilling.
 INTERLEAVE = 4
 
+# Reduced rows of this many elements keep their loop for the loop vectorizer: with a constant
+# trip count LLVM fully unrolls a loop of up to a few hundred elements before vectorizing, and
+# the SLP vectorizer leaves an unrolled float add reduction one serial scalar chain (softmax's
+# row sum of 64 was 64 dependent ``vaddss``). Longer rows are never fully unrolled; shorter
+# ones are better straight-line code.
+KEEP_LOOP = range(16, 513)
+
 # Reducers LLVM may reorder, and how each folds an element into a float accumulator.
 _FLOAT_FOLDS = {
     Opcode.ADD: lambda b, acc, x: b.fadd(acc, x, flags=("reassoc",)),
@@ -88,8 +95,9 @@ def fold(
 
 
 @contextmanager
-def interleaved(b: ir.IRBuilder, count: int = INTERLEAVE) -> Iterator[None]:
-    """Mark the loops emitted inside with ``llvm.loop.interleave.count``.
+def interleaved(b: ir.IRBuilder, row: int, count: int = INTERLEAVE) -> Iterator[None]:
+    """Mark the loops emitted inside with ``llvm.loop.interleave.count``, and with
+    ``llvm.loop.unroll.disable`` when the innermost one runs ``row`` in ``KEEP_LOOP`` times.
 
     Left to itself the vectorizer often keeps a single vector accumulator (e.g. for a max over
     1000 elements), a serial chain of dependent ops; the hint asks for ``count`` of them.
@@ -97,7 +105,7 @@ def interleaved(b: ir.IRBuilder, count: int = INTERLEAVE) -> Iterator[None]:
     function = b.function
     known = {id(block) for block in function.blocks}
     yield
-    hint = _interleave_hint(b.module, count)
+    hint = _interleave_hint(b.module, count, row in KEEP_LOOP)
     new = [block for block in function.blocks if id(block) not in known]
     for position, block in enumerate(new):
         term = block.terminator
@@ -105,16 +113,22 @@ def interleaved(b: ir.IRBuilder, count: int = INTERLEAVE) -> Iterator[None]:
             term.set_metadata("llvm.loop", hint)  # a back edge: block jumps to an earlier one
 
 
-def _interleave_hint(module: ir.Module, count: int) -> ir.MDValue:
-    """The loop ID ``!{self, !{"llvm.loop.interleave.count", count}}``, one per module."""
-    option = module.add_metadata(
-        [
-            ir.MetaDataString(module, "llvm.loop.interleave.count"),
-            ir.Constant(ir.IntType(32), count),
-        ]
-    )
-    loop_id = module.add_metadata([ir.MetaDataString(module, "aotc.loop"), option])
-    loop_id.operands = (loop_id, option)  # loop IDs refer to themselves (add_metadata caches)
+def _interleave_hint(module: ir.Module, count: int, keep_loop: bool) -> ir.MDValue:
+    """The loop ID ``!{self, !{"llvm.loop.interleave.count", count}[, unroll.disable]}``, one
+    per module and kind."""
+    options = [
+        module.add_metadata(
+            [
+                ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                ir.Constant(ir.IntType(32), count),
+            ]
+        )
+    ]
+    if keep_loop:
+        options.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
+    name = "aotc.loop.kept" if keep_loop else "aotc.loop"
+    loop_id = module.add_metadata([ir.MetaDataString(module, name), *options])
+    loop_id.operands = (loop_id, *options)  # loop IDs refer to themselves (add_metadata caches)
     return loop_id
 
 
@@ -132,7 +146,8 @@ def _emit_reduced_inner(b: ir.IRBuilder, io: KernelIO) -> None:
     with loop_nest(b, shapes[0].dims, "o") as out_index:
         for acc, init in zip(accs, inits, strict=True):
             b.store(init(b, []), acc)
-        with interleaved(b), loop_nest(b, [in_dims[d] for d in reduced], "r") as r_index:
+        row = in_dims[reduced[-1]] if reduced else 1
+        with interleaved(b, row), loop_nest(b, [in_dims[d] for d in reduced], "r") as r_index:
             index = _merge(len(in_dims), reduced, r_index, out_index)
             _fold_into(b, inst.called[0], accs, [g(b, index) for g in inputs])
         for acc, out, shape in zip(accs, io.outputs, shapes, strict=True):
