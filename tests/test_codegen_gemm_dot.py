@@ -374,3 +374,36 @@ def test_an_in_place_epilogue_over_two_k_blocks_takes_all_of_k_in_one() -> None:
     inputs = [weights(*p.array_shape.dims) for p in module.entry.parameters]
     ir_text = run_and_compare(module, inputs, rtol=1e-5)
     assert ir_text.count(".gemm.tile") > 0
+
+
+ATTENTION_DOTS = """
+HloModule m
+ENTRY main {
+  q = f32[8,64,32] parameter(0)
+  kt = f32[8,32,64] parameter(1)
+  v = f32[8,64,32] parameter(2)
+  x = f32[150,20] parameter(3)
+  w = f32[20,300] parameter(4)
+  s = f32[8,64,64] dot(q, kt), lhs_batch_dims={0}, lhs_contracting_dims={2},
+    rhs_batch_dims={0}, rhs_contracting_dims={1}
+  o = f32[8,64,32] dot(s, v), lhs_batch_dims={0}, lhs_contracting_dims={2},
+    rhs_batch_dims={0}, rhs_contracting_dims={1}
+  wide = f32[150,300] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[8,64,32], f32[150,300]) tuple(o, wide)
+}"""
+
+
+def test_narrow_gemms_read_a_in_place_and_wide_ones_pack_it() -> None:
+    """Attention's per-head dots (N = 64, 32) have no A packing loop; N = 300 packs A."""
+    module = parse_module(ATTENTION_DOTS)
+    inputs = [weights(*p.array_shape.dims) for p in module.entry.parameters]
+    ir_text = run_and_compare(module, inputs, rtol=1e-5)
+    kernels = dict(_function_bodies(ir_text))  # the GEMM drivers are inlined into these
+    packs = {name: "pak" in kernels[f"kernel.{name}"] for name in ("s", "o", "wide")}
+    assert packs == {"s": False, "o": False, "wide": True}  # "pak": the A packing loop
+
+
+def _function_bodies(ir_text: str) -> list[tuple[str, str]]:
+    """(name, text) of each function defined in ``ir_text``."""
+    parts = re.split(r"^define ", ir_text, flags=re.M)[1:]
+    return [(re.search(r'@"?([^"(]+)"?\(', part).group(1), part) for part in parts]

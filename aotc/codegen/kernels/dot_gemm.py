@@ -56,6 +56,13 @@ from aotc.hlo.shape import PrimitiveType
 #: GEMV (M = 1) ties or wins at every K, and K >= 64 is 5-40x faster on the GEMM engine.
 SMALL_GEMM_K = 16
 
+#: GEMMs of at most this many column panels read A in place instead of packing it: packing
+#: (a transpose into ``[kc][mr]`` panels) costs about ``nr / N`` of the tiles' work, and an
+#: unpacked A only changes which addresses the micro-kernel's broadcast loads read. Measured
+#: on AVX-512 (nr = 32), packed / direct: 8 x [64,64]@[64,32] 25/11.5 us, [128,512]@[512,128]
+#: 101/89 us, [1024,1024]@[1024,128] 1.60/1.31 ms, but [1024,1024]@[1024,512] 8.7/9.4 ms.
+A_DIRECT_PANELS = 4
+
 #: The longest K an in-place output fusion computes in one K block (``single_pass_form``):
 #: Keras' FFN projection back from 512 (or 4x the model width) features writes over its
 #: residual input.
@@ -193,6 +200,7 @@ def emit_gemm_dot(
         epilogue=_tile_epilogue(spec, vector_epilogue, n_extra) if vector_epilogue else None,
         extra_args=n_extra,
         b_transposed=spec.b_transposed,
+        a_direct=not plan.gemv and plan.n <= A_DIRECT_PANELS * plan.nr,
     )
     name = f"{b.function.name}.gemm"
     gemm = emit_gemm(b.module, name, plan, info, options)

@@ -16,6 +16,9 @@ accumulators and no packing.
 A is row-major ``[M,K]`` at the ``A`` argument unless ``GemmOptions.a_packer`` says how to
 pack a panel from some other source (implicit GEMM: convolution patches gathered straight
 from the input, ``kernels/conv_gemm.py``); the packer writes the same ``[kc][mr]`` panel.
+With ``GemmOptions.a_direct`` the micro-kernels read row-major A in place (each A element is a
+broadcast load, so its address may be anywhere): for a few column panels packing A costs as
+much as the tiles' work (attention's per-head dots, N = 32 or 64).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ class GemmOptions:
     extra_args: int = 0  # trailing ptr arguments the epilogue reads (see ``extra_args``)
     b_transposed: bool = False  # runtime B is row-major [N,K] (not for GEMV)
     a_packer: APacker | None = None  # A is not a row-major [M,K] array (not for GEMV)
+    a_direct: bool = False  # micro-kernels read row-major A in place, unpacked (no a_packer)
 
 
 def extra_args(b: ir.IRBuilder, count: int) -> list[ir.Value]:
@@ -166,6 +170,10 @@ class _Gemm:
                     self._pack_b(b_src, b_pack, jb, pb)
                     bp = b_pack
                 for ib in _each_block(b, p.m, p.mc, "ic"):
+                    if self.options.a_direct:
+                        block = offset(b, (ib.index, p.mc * p.k), (pb.index, p.kc))
+                        self._tiles(c, gep(b, a, block), bp, jb, pb, ib)
+                        continue
                     self._pack_a(a, a_pack, ib, pb)
                     self._tiles(c, a_pack, bp, jb, pb, ib)
 
@@ -180,8 +188,9 @@ class _Gemm:
                 kernel = self._kernel(qb.size, rb.size, pb.size)
                 row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
                 col = offset(b, (jb.index, p.nc), (rb.index, p.nr))
+                panel = p.mr * (p.k if self.options.a_direct else pb.size)  # floats apart
                 args = [
-                    gep(b, ap, offset(b, (qb.index, p.mr * pb.size))),
+                    gep(b, ap, offset(b, (qb.index, panel))),
                     gep(b, bp, offset(b, (rb.index, p.nr * pb.size))),
                     gep(b, c, offset(b, (row, p.n), (col, 1))),
                     row,
@@ -213,7 +222,7 @@ class _Gemm:
         ap, bp, c, row, col, first, last = fn.args[:7]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
 
-        row_stride, k_stride = p.a_strides(kc)
+        row_stride, k_stride = (p.k, 1) if self.options.a_direct else p.a_strides(kc)
 
         def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
             a_row = gep(b, ap, offset(b, (k, k_stride)))
