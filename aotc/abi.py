@@ -14,12 +14,12 @@ import numpy as np
 ALIGN = 64
 
 # The element types an argument or result may have (feeds, fetches, config `dtype:`), by numpy
-# name; TensorFlow's complex types decode but do not compile.
+# name. A complex element is its (re, im) pair of floats, as C's `float _Complex`.
 SUPPORTED_DTYPES: dict[str, np.dtype] = {
     name: np.dtype(name)
     for name in (
         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-        "uint8", "uint16", "uint32", "uint64", "bool",
+        "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
     )
 } | {"bfloat16": np.dtype(ml_dtypes.bfloat16)}  # fmt: skip
 

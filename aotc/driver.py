@@ -54,8 +54,8 @@ def compile_graph(
     ``passes`` sets how the optimization pipeline runs (dumps, disabled passes).
     """
     source = load_source(graph_path, config_path, options)
+    args, results = interface(source.signature, source.module)  # as declared: complex stays
     pipeline = optimize(source.module, passes)
-    args, results = interface(source.signature, source.module)
     with progress.stage("codegen"):
         spec = _target_spec(source.config, target)
         model, assignment = compile_module_assigned(

@@ -62,6 +62,12 @@ _EXPLICIT: dict[Opcode, str] = {
     Opcode.BITCAST_CONVERT: "x = f32[2,3] parameter(0)\nROOT r = u32[2,3] bitcast-convert(x)",
     Opcode.COMPARE: "x = f32[2,3] parameter(0)\ny = f32[2,3] parameter(1)\n"
     "ROOT r = pred[2,3] compare(x, y), direction=LT",
+    Opcode.COMPLEX: "x = f32[2,3] parameter(0)\ny = f32[2,3] parameter(1)\n"
+    "ROOT r = c64[2,3] complex(x, y)",
+    Opcode.REAL: "x = c64[2,3] parameter(0)\nROOT r = f32[2,3] real(x)",
+    Opcode.IMAG: "x = c64[2,3] parameter(0)\nROOT r = f32[2,3] imag(x)",
+    Opcode.FFT: "x = f32[2,8] parameter(0)\n"
+    "ROOT r = c64[2,5] fft(x), fft_type=RFFT, fft_length={8}",
     Opcode.SELECT: "p = pred[2,3] parameter(0)\nx = f32[2,3] parameter(1)\n"
     "ROOT r = f32[2,3] select(p, x, x)",
     Opcode.BITCAST: "x = f32[2,3] parameter(0)\nROOT r = s32[3,2] bitcast(x)",

@@ -25,6 +25,7 @@ from aotc.codegen.target import (
 )
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Module, Opcode, parameter_number
+from aotc.hlo.shape import has_complex, real_form
 
 HOST = TargetSpec()
 
@@ -164,13 +165,25 @@ def _check_signature(
     _check_list("argument", [p.shape for p in params], args)
     written = [*results, *(args[i] for i in updated)]
     _check_list("result", [r.shape for r in entry.root.operands], written)
+    _check_real(module)
+
+
+def _check_real(module: Module) -> None:
+    """Kernels compute reals: complex values must have become their real form."""
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if has_complex(inst.shape):
+                raise CodegenError(
+                    f"{inst.opcode.value} %{inst.name} is {inst.shape}: codegen computes "
+                    "complex numbers in their real form, made by the complex-lowering pass"
+                )
 
 
 def _check_list(kind: str, shapes: Sequence[object], infos: Sequence[TensorInfo]) -> None:
     if len(shapes) != len(infos):
         raise CodegenError(f"the module has {len(shapes)} {kind}s but {len(infos)} were named")
     for i, (shape, info) in enumerate(zip(shapes, infos, strict=True)):
-        if shape != info.shape:
+        if shape != real_form(info.shape):  # a complex tensor is passed as its real form
             raise CodegenError(
                 f"{kind} {i} '{info.name}' is {info.shape} but the module computes {shape}"
             )

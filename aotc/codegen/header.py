@@ -2,7 +2,9 @@
 
 It declares both entry points, sizes as macros (``<NAME>_ARG0_BYTES``, ...) and static tables
 describing every argument and result (name, dtype, rank, dims, bytes). ``f16`` elements are
-passed as ``uint16_t`` (IEEE half bit patterns).
+passed as ``uint16_t`` (IEEE half bit patterns); a ``complex64`` (``complex128``) element as
+two ``float`` (``double``), its real then imaginary part: the layout of C's ``float _Complex``
+and C++'s ``std::complex<float>``, whose arrays a caller passes cast to ``float *``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ C_TYPES: dict[PrimitiveType, str] = {
     PrimitiveType.BF16: "uint16_t",
     PrimitiveType.F32: "float",
     PrimitiveType.F64: "double",
+    PrimitiveType.C64: "float",  # (re, im) pairs: the dims count complex elements
+    PrimitiveType.C128: "double",
 }
 
 # Names a parameter must not take: C and C++ keywords, the macros and typedefs the header's
@@ -51,6 +55,8 @@ def dtype_name(dtype: PrimitiveType) -> str:
 def describe(info: TensorInfo) -> str:
     """``x: float32[1,784]`` (``, variable, updated in place``), safe inside a C comment."""
     text = f"{info.name}: {dtype_name(info.shape.dtype)}[{','.join(map(str, info.shape.dims))}]"
+    if info.shape.dtype.is_complex:
+        text += " as (re, im) pairs"
     if info.variable:
         text += ", variable, " + ("updated in place" if info.updated else "read-only")
     return text.replace("*/", "* /")

@@ -526,6 +526,31 @@ class TopKAttrs:
         return cls(a.need("k", int_value), a.opt("largest", bool_value, True))
 
 
+class FftType(Enum):
+    """XLA's ``fft_type``: complex forward and inverse, real to complex (the ``n // 2 + 1``
+    non-negative frequencies of the last dimension) and back (``fft_length`` gives ``n``)."""
+
+    FFT = "FFT"
+    IFFT = "IFFT"
+    RFFT = "RFFT"
+    IRFFT = "IRFFT"
+
+
+@dataclass(frozen=True)
+class FftAttrs:
+    """XLA's ``fft``: the transform of the last ``len(fft_length)`` dimensions."""
+
+    fft_type: FftType
+    fft_length: tuple[int, ...]
+
+    def to_text(self) -> list[str]:
+        return [f"fft_type={self.fft_type.value}", f"fft_length={int_list_text(self.fft_length)}"]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> FftAttrs:
+        return cls(a.need("fft_type", FftType), a.need("fft_length", int_list))
+
+
 @dataclass(frozen=True)
 class ScatterAttrs:
     """XLA's ``ScatterDimensionNumbers`` and its hints.
@@ -669,6 +694,7 @@ Attributes = (
     | GatherAttrs
     | SortAttrs
     | TopKAttrs
+    | FftAttrs
     | ScatterAttrs
     | DynamicSliceAttrs
     | WhileAttrs

@@ -29,6 +29,8 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     DynamicSliceAttrs,
+    FftAttrs,
+    FftType,
     GatherAttrs,
     Instruction,
     IotaAttrs,
@@ -282,6 +284,8 @@ _OTHER_UNARY: dict[Opcode, Callable[[np.ndarray], np.ndarray]] = {
     Opcode.NOT: np.invert,  # logical for pred, bitwise for integers
     Opcode.SIGN: _sign,
     Opcode.COPY: np.copy,
+    Opcode.REAL: np.real,
+    Opcode.IMAG: np.imag,  # of a real array: zeros
 }
 
 for _opcode, _fn in _OTHER_UNARY.items():
@@ -475,6 +479,33 @@ def _binary(
 
 for _opcode, _fn2 in _BINARY.items():
     handles(_opcode)(partial(_binary, _fn2))
+
+
+@handles(Opcode.COMPLEX)
+def _complex(inst: Instruction, ops: list[Value]) -> Value:
+    z = np.empty(ops[0].shape, _dtype(inst))
+    z.real, z.imag = ops
+    return z
+
+
+# ---- Fourier transforms ----------------------------------------------------------------------
+
+_FFT: dict[FftType, Callable[..., np.ndarray]] = {
+    FftType.FFT: np.fft.fftn,
+    FftType.IFFT: np.fft.ifftn,  # scaled by 1 / prod(fft_length), as XLA's
+    FftType.RFFT: np.fft.rfftn,
+    FftType.IRFFT: np.fft.irfftn,  # the imaginary parts of the 0 and n/2 bins are ignored
+}
+
+
+@handles(Opcode.FFT)
+def _fft(inst: Instruction, ops: list[Value]) -> Value:
+    """numpy.fft in double precision (``_fit`` rounds to the declared type)."""
+    attrs = inst.attrs_as(FftAttrs)
+    x, lengths = ops[0], attrs.fft_length
+    axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    return _FFT[attrs.fft_type](wide, s=lengths, axes=axes)
 
 
 # ---- elementwise ternary ---------------------------------------------------------------------

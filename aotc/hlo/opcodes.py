@@ -24,6 +24,7 @@ from aotc.hlo.attrs import (
     Dimensions,
     DotDims,
     DynamicSliceAttrs,
+    FftAttrs,
     FusionAttrs,
     GatherAttrs,
     IotaAttrs,
@@ -54,6 +55,7 @@ class Category(Enum):
     CONTROL = "control flow"  # calls, loops and conditionals: run called computations
     UPDATE = "update"  # writes part of its operand: not elemental (computed in place)
     SORT = "sorting"  # orders (or selects) along a dimension: every output reads a whole row
+    TRANSFORM = "transform"  # Fourier transforms: every output reads whole rows
 
 
 class ElementTypes(Enum):
@@ -61,6 +63,7 @@ class ElementTypes(Enum):
 
     ANY = "any"
     FLOAT = "floating-point"
+    REAL_FLOAT = "f32 or f64"  # the parts of a complex number
     NOT_FLOAT = "integers or pred"
     INTEGER = "integers"
     NOT_PRED = "not pred"
@@ -92,7 +95,7 @@ class OpcodeInfo:
 
 
 _ARITY = {Category.UNARY: 1, Category.BINARY: 2, Category.TERNARY: 3}
-ANY, FLOAT = ElementTypes.ANY, ElementTypes.FLOAT
+ANY, FLOAT, REAL_FLOAT = ElementTypes.ANY, ElementTypes.FLOAT, ElementTypes.REAL_FLOAT
 NOT_FLOAT, NOT_PRED = ElementTypes.NOT_FLOAT, ElementTypes.NOT_PRED
 INTEGER = ElementTypes.INTEGER
 
@@ -162,12 +165,14 @@ class Opcode(Enum):
     EXP = "exponential", _unary(FLOAT, expensive=True)
     EXPM1 = "exponential-minus-one", _unary(FLOAT, expensive=True)
     FLOOR = "floor", _unary(FLOAT)
+    IMAG = "imag", _unary()  # of a complex number (XLA: 0 for a real one)
     IS_FINITE = "is-finite", _unary(FLOAT)
     LOG = "log", _unary(FLOAT, expensive=True)
     LOG1P = "log-plus-one", _unary(FLOAT, expensive=True)
     LOGISTIC = "logistic", _unary(FLOAT, expensive=True)
     NEGATE = "negate", _unary()
     NOT = "not", _unary(NOT_FLOAT)
+    REAL = "real", _unary()  # of a complex number (XLA: a real number itself)
     ROUND_AFZ = "round-nearest-afz", _unary(FLOAT)
     ROUND_EVEN = "round-nearest-even", _unary(FLOAT)
     RSQRT = "rsqrt", _unary(FLOAT, expensive=True)
@@ -180,6 +185,7 @@ class Opcode(Enum):
     AND = "and", _binary(NOT_FLOAT, commutative=True)
     ATAN2 = "atan2", _binary(FLOAT, expensive=True)
     COMPARE = "compare", _elementwise(Category.BINARY, attrs=CompareAttrs)
+    COMPLEX = "complex", _binary(REAL_FLOAT)  # real and imaginary parts -> c64 / c128
     DIVIDE = "divide", _binary(NOT_PRED, expensive=True)
     MAXIMUM = "maximum", _binary(commutative=True)
     MINIMUM = "minimum", _binary(commutative=True)
@@ -235,6 +241,8 @@ class Opcode(Enum):
         ),
     )
     TOPK = "topk", OpcodeInfo(Category.SORT, 1, attrs=TopKAttrs, expensive=True)
+    # the discrete Fourier transform of the last len(fft_length) dimensions
+    FFT = "fft", OpcodeInfo(Category.TRANSFORM, 1, attrs=FftAttrs, expensive=True)
     SCATTER = (
         "scatter",
         OpcodeInfo(

@@ -28,6 +28,8 @@ class PrimitiveType(Enum):
     BF16 = "bf16"
     F32 = "f32"
     F64 = "f64"
+    C64 = "c64"  # (re, im) pairs of f32, interleaved as C's float _Complex
+    C128 = "c128"
 
     @property
     def numpy(self) -> np.dtype:
@@ -40,6 +42,25 @@ class PrimitiveType(Enum):
     @property
     def is_float(self) -> bool:
         return self in (PrimitiveType.F16, PrimitiveType.BF16, PrimitiveType.F32, PrimitiveType.F64)
+
+    @property
+    def is_complex(self) -> bool:
+        return self in (PrimitiveType.C64, PrimitiveType.C128)
+
+    @property
+    def is_complex_part(self) -> bool:
+        """f32 or f64: a type complex numbers are made of."""
+        return self in (PrimitiveType.F32, PrimitiveType.F64)
+
+    @property
+    def complex_type(self) -> PrimitiveType:
+        """The complex type made of this one (c64 of f32); KeyError for other types."""
+        return {PrimitiveType.F32: PrimitiveType.C64, PrimitiveType.F64: PrimitiveType.C128}[self]
+
+    @property
+    def component(self) -> PrimitiveType:
+        """A complex type's real and imaginary part type (f32 for c64); others: itself."""
+        return _COMPONENT.get(self, self)
 
     @property
     def float_bits(self) -> tuple[int, int]:
@@ -88,7 +109,11 @@ _TO_NUMPY: dict[PrimitiveType, np.dtype] = {
     PrimitiveType.BF16: np.dtype(ml_dtypes.bfloat16),  # numpy's kind "V": test is_float, not kind
     PrimitiveType.F32: np.dtype(np.float32),
     PrimitiveType.F64: np.dtype(np.float64),
+    PrimitiveType.C64: np.dtype(np.complex64),
+    PrimitiveType.C128: np.dtype(np.complex128),
 }
+
+_COMPONENT = {PrimitiveType.C64: PrimitiveType.F32, PrimitiveType.C128: PrimitiveType.F64}
 
 
 _FLOAT_BITS = {
@@ -152,6 +177,28 @@ class TupleShape:
 
 
 AnyShape = Shape | TupleShape
+
+
+def real_form(shape: Shape) -> Shape:
+    """How a shape lies in memory as reals: ``c64[d...]`` is ``f32[d..., 2]`` (``(re, im)``
+    pairs, C's ``float _Complex``); a real shape is itself."""
+    if not shape.dtype.is_complex:
+        return shape
+    return Shape(shape.dtype.component, (*shape.dims, 2))
+
+
+def storage_form(shape: AnyShape) -> AnyShape:
+    """``real_form`` of every array in ``shape`` (tuples nest a bounded depth)."""
+    if isinstance(shape, TupleShape):
+        return TupleShape(tuple(storage_form(e) for e in shape.elements))
+    return real_form(shape)
+
+
+def has_complex(shape: AnyShape) -> bool:
+    """Whether ``shape`` is complex or a tuple holding one (tuples nest a bounded depth)."""
+    if isinstance(shape, TupleShape):
+        return any(has_complex(e) for e in shape.elements)
+    return shape.dtype.is_complex
 
 
 def scalar(dtype: PrimitiveType) -> Shape:

@@ -20,6 +20,8 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     DynamicSliceAttrs,
+    FftAttrs,
+    FftType,
     GatherAttrs,
     Instruction,
     IotaAttrs,
@@ -72,6 +74,8 @@ def _check_element_type(opcode: Opcode, x: Shape) -> None:
     types, dtype = opcode.info.operand_types, x.dtype
     if types is ElementTypes.FLOAT:
         check(dtype.is_float, f"{opcode.value} needs a floating-point operand, got {x}")
+    elif types is ElementTypes.REAL_FLOAT:
+        check(dtype.is_complex_part, f"{opcode.value} needs an f32 or f64 operand, got {x}")
     elif types is ElementTypes.NOT_FLOAT:
         check(not dtype.is_float, f"{opcode.value} needs integers or pred, got {x}")
     elif types is ElementTypes.NOT_PRED:
@@ -88,7 +92,12 @@ def infer_unary_shape(opcode: Opcode, x: Shape) -> Shape:
     _check_element_type(opcode, x)
     if opcode is Opcode.IS_FINITE:
         return x.with_dtype(PrimitiveType.PRED)
+    if opcode in _TO_COMPONENT:  # |z|, re z and im z of a complex z are real
+        return x.with_dtype(x.dtype.component)
     return x
+
+
+_TO_COMPONENT = frozenset({Opcode.ABS, Opcode.REAL, Opcode.IMAG})
 
 
 def infer_convert_shape(x: Shape, dtype: PrimitiveType) -> Shape:
@@ -115,7 +124,29 @@ def infer_binary_shape(opcode: Opcode, a: Shape, b: Shape) -> Shape:
     )
     _check_same(opcode, a, b)
     _check_element_type(opcode, a)
+    if opcode is Opcode.COMPLEX:
+        return a.with_dtype(a.dtype.complex_type)
     return a
+
+
+def infer_fft_shape(x: Shape, attrs: FftAttrs) -> Shape:
+    """XLA's rule: the last ``len(fft_length)`` (1 to 3) dims are transformed; an RFFT's
+    input has them equal to ``fft_length`` and its last output dim is ``n // 2 + 1``, an
+    IRFFT's the reverse; FFT and IFFT keep the shape."""
+    kind, lengths = attrs.fft_type, attrs.fft_length
+    check(1 <= len(lengths) <= 3, f"fft transforms 1 to 3 dimensions, got fft_length {list(lengths)}")
+    check(len(lengths) <= x.rank, f"fft_length {list(lengths)} has more dimensions than {x}")
+    check(all(n >= 1 for n in lengths), f"fft_length {list(lengths)} must be positive")
+    if kind is FftType.RFFT:
+        check(x.dtype.is_complex_part, f"RFFT needs an f32 or f64 operand, got {x}")
+        check(x.dims[-len(lengths) :] == lengths, f"RFFT of {x} needs fft_length {list(lengths)} last")
+        return Shape(x.dtype.complex_type, (*x.dims[:-1], lengths[-1] // 2 + 1))
+    check(x.dtype.is_complex, f"{kind.value} needs a complex operand, got {x}")
+    inner = (*lengths[:-1], lengths[-1] // 2 + 1) if kind is FftType.IRFFT else lengths
+    check(x.dims[-len(lengths) :] == inner, f"{kind.value} of {x} needs trailing dims {list(inner)}")
+    if kind is FftType.IRFFT:
+        return Shape(x.dtype.component, (*x.dims[:-1], lengths[-1]))
+    return x
 
 
 def infer_compare_shape(a: Shape, b: Shape) -> Shape:
@@ -830,6 +861,11 @@ def _reduce_window_rule(inst: Instruction) -> AnyShape:
 @_rule(Opcode.SORT)
 def _sort_rule(inst: Instruction) -> AnyShape:
     return infer_sort_shape(_operands(inst), inst.attrs_as(SortAttrs).dimension)
+
+
+@_rule(Opcode.FFT)
+def _fft_rule(inst: Instruction) -> AnyShape:
+    return infer_fft_shape(_operand(inst, 0), inst.attrs_as(FftAttrs))
 
 
 @_rule(Opcode.TOPK)

@@ -228,15 +228,22 @@ def _float_strings(x: np.ndarray) -> np.ndarray:
     return s
 
 
+def _complex_strings(z: np.ndarray) -> np.ndarray:
+    re, im = _float_strings(z.real).astype(str), _float_strings(z.imag).astype(str)
+    return np.char.add(np.char.add("(", np.char.add(np.char.add(re, ", "), im)), ")")
+
+
 _ELEMENT_FORMATTERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "b": lambda x: np.where(x, "true", "false"),
     "i": lambda x: x.astype(str),
     "u": lambda x: x.astype(str),
     "f": _float_strings,
+    "c": _complex_strings,  # XLA spells a complex element (re, im)
 }
 
 
 _LITERAL_TOKEN = re.compile(r"[^\s{},]+")
+_COMPLEX_ELEMENT = re.compile(r"\(\s*([^\s(),{}]+)\s*,\s*([^\s(),{}]+)\s*\)")
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _ELIDED = re.compile(r"\{\s*\.\.\.\s*\}")
 
@@ -252,12 +259,29 @@ def parse_literal(text: str, shape: Shape) -> np.ndarray:
         )
     if text.count("{") != text.count("}"):
         raise ValueError("unbalanced braces in the constant")
+    if shape.dtype.is_complex:
+        return _parse_complex_literal(text, shape)
     tokens = np.array(_LITERAL_TOKEN.findall(text), dtype=str)
     if tokens.size != shape.size:
         raise ValueError(f"the constant has {tokens.size} values but {shape} has {shape.size}")
     dtype = shape.dtype.numpy
     array = _LITERAL_DECODERS["f" if dtype == _BF16 else dtype.kind](tokens, dtype)
     array = array.reshape(shape.dims)  # a fresh array: astype copied
+    array.flags.writeable = False
+    return array
+
+
+def _parse_complex_literal(text: str, shape: Shape) -> np.ndarray:
+    """``(re, im)`` pairs: the real and imaginary parts read as the component type's."""
+    pairs = _COMPLEX_ELEMENT.findall(text)
+    if len(pairs) != shape.size or text.count("(") != shape.size:
+        raise ValueError(f"the constant has {len(pairs)} (re, im) values but {shape} has {shape.size}")
+    parts = parse_literal(
+        " ".join(f"{re} {im}" for re, im in pairs), Shape(shape.dtype.component, (2 * shape.size,))
+    )
+    array = np.empty(shape.size, shape.dtype.numpy)
+    array.real, array.imag = parts[0::2], parts[1::2]
+    array = array.reshape(shape.dims)
     array.flags.writeable = False
     return array
 
@@ -629,7 +653,7 @@ class _Parser:
         if not isinstance(shape, Shape):
             raise self.cur.error("tuple constants are unsupported", start)
         array_shape = shape
-        end = self.cur.text.find(")", start)  # literals hold no parentheses
+        end = _literal_end(self.cur.text, start, shape.dtype.is_complex)
         if end < 0:
             raise self.cur.error("unterminated constant: expected ')'", start)
         literal = _decode(
@@ -728,6 +752,22 @@ class _Parser:
         if not all(p.isdigit() for p in parts):
             raise self.cur.error(f"bad dimensions [{text}]", pos)
         return tuple(int(p) for p in parts)
+
+
+def _literal_end(text: str, start: int, is_complex: bool) -> int:
+    """The position of the ``)`` closing a constant's literal: the first one, but past the
+    ``(re, im)`` pairs of a complex literal; -1 if there is none."""
+    if not is_complex:
+        return text.find(")", start)  # literals of other types hold no parentheses
+    depth = 0
+    for match in _PAREN.finditer(text, start):
+        depth += 1 if match[0] == "(" else -1
+        if depth < 0:
+            return match.start()
+    return -1
+
+
+_PAREN = re.compile(r"[()]")
 
 
 _OPERAND_READERS: dict[Opcode, Callable[[_Parser, AnyShape], _Head]] = {

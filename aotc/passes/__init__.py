@@ -8,6 +8,7 @@ the ``Pass`` protocol of ``aotc.passes.pipeline``.
 from __future__ import annotations
 
 from aotc.passes.call_inliner import CallInliner
+from aotc.passes.complex_lowering import ComplexLowering
 from aotc.passes.conditional import ConditionalSimplifier
 from aotc.passes.constant_folding import ConstantFolding
 from aotc.passes.conv_transpose import ConvTransposePhases
@@ -34,6 +35,7 @@ __all__ = [
     "AlgebraicSimplifier",
     "CSE",
     "CallInliner",
+    "ComplexLowering",
     "ConditionalSimplifier",
     "ConstantFolding",
     "ConvTransposePhases",
@@ -79,6 +81,7 @@ def default_passes() -> list[Pass]:
         CSE(),  # first: a call or loop repeated with the same operands is expanded once
         CallInliner(),  # then every later pass sees flat computations
         FlattenCallGraph(),  # then every loop, branch and call has a computation of its own
+        ComplexLowering(),  # codegen computes reals only: c64 as (re, im) pairs, fft as dots
         ConvTransposePhases(),
         FixedPoint(simplification_pipeline()),
         MergeDots(),  # after simplification: weights are constants, batch broadcasts gone

@@ -21,8 +21,9 @@ from typing import Protocol
 
 from aotc import progress
 from aotc.errors import HloError
-from aotc.hlo.ir import Module
-from aotc.hlo.text import entry_computation_layout, print_module
+from aotc.hlo.ir import Computation, Module
+from aotc.hlo.shape import storage_form
+from aotc.hlo.text import print_module
 from aotc.hlo.verify import verify_module
 
 #: Dump formats and their file extensions.
@@ -174,7 +175,7 @@ class _Runner:
 
     def _leaf(self, p: Pass, module: Module) -> bool:
         before = fingerprint(module) if self.options.check_changed else None
-        signature = entry_computation_layout(module.entry)
+        signature = _storage_signature(module.entry)
         start = time.perf_counter()
         with progress.stage(f"pass {p.name}"):
             changed = p.run(module)
@@ -224,9 +225,16 @@ def _verify(name: str, module: Module, signature: str) -> None:
         verify_module(module)
     except HloError as err:
         raise HloError(f"after pass {name}: {err}") from err
-    now = entry_computation_layout(module.entry)
+    now = _storage_signature(module.entry)
     if now != signature:
         raise HloError(f"after pass {name}: entry signature changed from {signature} to {now}")
+
+
+def _storage_signature(entry: Computation) -> str:
+    """The entry's parameter and result shapes as they lie in memory, which no pass may
+    change (complex-lowering gives a complex value its real form, of the same bytes)."""
+    params = ", ".join(str(storage_form(p.shape)) for p in entry.parameters)
+    return f"({params}) -> {storage_form(entry.root.shape)}"
 
 
 def _file_safe(label: str) -> str:
