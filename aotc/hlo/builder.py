@@ -16,6 +16,7 @@ from aotc.hlo.ir import (
     Dimensions,
     DotDims,
     DynamicSliceAttrs,
+    FftAttrs,
     GatherAttrs,
     Instruction,
     IotaAttrs,
@@ -241,6 +242,9 @@ class ComputationBuilder:
     ) -> Instruction:
         shape = si.infer_sort_shape([_array(x) for x in operands], attrs.dimension)
         return self._new(Opcode.SORT, shape, operands, attrs, called=[comparator])
+
+    def fft(self, x: Instruction, attrs: FftAttrs) -> Instruction:
+        return self._new(Opcode.FFT, si.infer_fft_shape(x.array_shape, attrs), [x], attrs)
 
     def topk(self, x: Instruction, k: int, largest: bool = True) -> Instruction:
         shape = si.infer_topk_shape(x.array_shape, k)
