@@ -89,5 +89,6 @@ def assert_close(
         np.testing.assert_array_equal(actual, expected, err_msg=what)
         return
     scale = max(float(np.max(np.abs(expected), initial=0.0)), 1e-30)
-    error = float(np.max(np.abs(actual.astype(np.float64) - expected), initial=0.0))
+    wide = np.complex128 if expected.dtype.kind == "c" else np.float64  # |re and im error|
+    error = float(np.max(np.abs(actual.astype(wide) - expected), initial=0.0))
     assert error <= rtol * scale, f"{what}: max abs error {error:.3g} > {rtol} * {scale:.3g}"

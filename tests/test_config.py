@@ -107,9 +107,9 @@ def test_scalar_shape_and_explicit_nulls(tmp_path: Path) -> None:
         (
             "feeds: [{name: x, dtype: float}]\n",
             "feeds[0].dtype: expected one of float16, float32, float64, int8, int16, int32, int64, "
-            "uint8, uint16, uint32, uint64, bool, bfloat16; got 'float'",
+            "uint8, uint16, uint32, uint64, bool, complex64, complex128, bfloat16; got 'float'",
         ),
-        ("feeds: [{name: x, dtype: complex64}]\n", "feeds[0].dtype: expected one of"),
+        ("feeds: [{name: x, dtype: string}]\n", "feeds[0].dtype: expected one of"),
         ("feeds: [{name: '^x'}]\n", "feeds[0].name: '^x' is a control input"),
         ("fetches: ['y:z']\n", "fetches[0].name: 'y:z' is not a tensor name"),
         ("feeds: [x, 'x:0']\n", "feeds[1].name: duplicate feed 'x' (same as feeds[0])"),

@@ -25,7 +25,7 @@ from aotc.codegen.target import (
 )
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Module, Opcode, parameter_number
-from aotc.hlo.shape import has_complex, real_form
+from aotc.hlo.shape import AnyShape, has_complex, real_form, storage_form
 
 HOST = TargetSpec()
 
@@ -179,11 +179,11 @@ def _check_real(module: Module) -> None:
                 )
 
 
-def _check_list(kind: str, shapes: Sequence[object], infos: Sequence[TensorInfo]) -> None:
+def _check_list(kind: str, shapes: Sequence[AnyShape], infos: Sequence[TensorInfo]) -> None:
     if len(shapes) != len(infos):
         raise CodegenError(f"the module has {len(shapes)} {kind}s but {len(infos)} were named")
     for i, (shape, info) in enumerate(zip(shapes, infos, strict=True)):
-        if shape != real_form(info.shape):  # a complex tensor is passed as its real form
+        if storage_form(shape) != real_form(info.shape):  # complex: passed as (re, im) pairs
             raise CodegenError(
                 f"{kind} {i} '{info.name}' is {info.shape} but the module computes {shape}"
             )

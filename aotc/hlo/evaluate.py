@@ -392,7 +392,7 @@ def _reduce_precision(inst: Instruction, ops: list[Value]) -> Value:
 
 
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fc":
         return np.divide(a, b)
     zero, overflow = b == 0, _int_min_by_minus_one(a, b)
     safe = np.where(zero | overflow, 1, b)

@@ -134,16 +134,22 @@ def infer_fft_shape(x: Shape, attrs: FftAttrs) -> Shape:
     input has them equal to ``fft_length`` and its last output dim is ``n // 2 + 1``, an
     IRFFT's the reverse; FFT and IFFT keep the shape."""
     kind, lengths = attrs.fft_type, attrs.fft_length
-    check(1 <= len(lengths) <= 3, f"fft transforms 1 to 3 dimensions, got fft_length {list(lengths)}")
+    check(
+        1 <= len(lengths) <= 3, f"fft transforms 1 to 3 dimensions, got fft_length {list(lengths)}"
+    )
     check(len(lengths) <= x.rank, f"fft_length {list(lengths)} has more dimensions than {x}")
     check(all(n >= 1 for n in lengths), f"fft_length {list(lengths)} must be positive")
     if kind is FftType.RFFT:
         check(x.dtype.is_complex_part, f"RFFT needs an f32 or f64 operand, got {x}")
-        check(x.dims[-len(lengths) :] == lengths, f"RFFT of {x} needs fft_length {list(lengths)} last")
+        check(
+            x.dims[-len(lengths) :] == lengths, f"RFFT of {x} needs fft_length {list(lengths)} last"
+        )
         return Shape(x.dtype.complex_type, (*x.dims[:-1], lengths[-1] // 2 + 1))
     check(x.dtype.is_complex, f"{kind.value} needs a complex operand, got {x}")
     inner = (*lengths[:-1], lengths[-1] // 2 + 1) if kind is FftType.IRFFT else lengths
-    check(x.dims[-len(lengths) :] == inner, f"{kind.value} of {x} needs trailing dims {list(inner)}")
+    check(
+        x.dims[-len(lengths) :] == inner, f"{kind.value} of {x} needs trailing dims {list(inner)}"
+    )
     if kind is FftType.IRFFT:
         return Shape(x.dtype.component, (*x.dims[:-1], lengths[-1]))
     return x

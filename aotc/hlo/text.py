@@ -275,7 +275,9 @@ def _parse_complex_literal(text: str, shape: Shape) -> np.ndarray:
     """``(re, im)`` pairs: the real and imaginary parts read as the component type's."""
     pairs = _COMPLEX_ELEMENT.findall(text)
     if len(pairs) != shape.size or text.count("(") != shape.size:
-        raise ValueError(f"the constant has {len(pairs)} (re, im) values but {shape} has {shape.size}")
+        raise ValueError(
+            f"the constant has {len(pairs)} (re, im) values but {shape} has {shape.size}"
+        )
     parts = parse_literal(
         " ".join(f"{re} {im}" for re, im in pairs), Shape(shape.dtype.component, (2 * shape.size,))
     )

@@ -67,7 +67,9 @@ class ComplexLowering:
         for comp in comps:
             if comp is not module.entry:
                 _refuse_complex(comp)
-        _lower_computation(module.entry, ComputationBuilder(module.entry.name, module_names(module)))
+        _lower_computation(
+            module.entry, ComputationBuilder(module.entry.name, module_names(module))
+        )
         return True
 
 
@@ -148,7 +150,9 @@ def _divide(b: ComputationBuilder, inst: Instruction, ops: list[Instruction]) ->
     """``x / y = x conj(y) / |y|^2`` (C's formula without Annex G's scaling)."""
     x, y = ops
     yr, yi = parts(b, y)
-    norm = b.binary(Opcode.ADD, b.binary(Opcode.MULTIPLY, yr, yr), b.binary(Opcode.MULTIPLY, yi, yi))
+    norm = b.binary(
+        Opcode.ADD, b.binary(Opcode.MULTIPLY, yr, yr), b.binary(Opcode.MULTIPLY, yi, yi)
+    )
     re, im = parts(b, multiply(b, x, conjugate(b, y)))
     return join(b, b.binary(Opcode.DIVIDE, re, norm), b.binary(Opcode.DIVIDE, im, norm))
 

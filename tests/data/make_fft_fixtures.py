@@ -7,7 +7,8 @@ Writes, under ``tests/data/tf/`` with the contract and helpers of ``make_fixture
 
 * ``fft_ops``: RFFT (fft_length equal to, below and above the input length), IRFFT (even
   and odd lengths), RFFT2D/IRFFT2D, FFT/IFFT/FFT2D on a complex64 feed, ComplexAbs, Complex,
-  Real, Imag, Conj and complex Add/Sub/Mul/Neg, with complex64 fetches;
+  Real, Imag, Conj, Cast to and from complex64 and complex Add/Sub/Mul/Neg/Div/RealDiv/Square,
+  with complex64 fetches;
 * ``stft_mel``: the audio front end users bring: ``tf.signal.stft`` of 1 s of 16 kHz audio
   (frame 400, hop 160, fft_length 512, Hann window) -> magnitude -> 40-bin mel matrix ->
   ``log(x + 1e-6)``;
@@ -84,11 +85,16 @@ def fft_ops_fixture() -> Fixture:
             R.Sub(x=z, y=w),
             R.Neg(x=z),
             R.ComplexAbs(x=R.Mul(x=z, y=tf.constant(0.5 - 2j, C64))),
+            R.RealDiv(x=z, y=w),
+            R.Div(x=w, y=tf.constant(-1.5 + 0.25j, C64)),
+            R.Square(x=z),
+            R.Cast(x=z, DstT=F32),  # keeps the real part
+            R.Cast(x=x, DstT=C64),
         ]
 
     must_have = {
         "RFFT", "IRFFT", "RFFT2D", "IRFFT2D", "FFT", "IFFT", "FFT2D", "ComplexAbs", "Complex",
-        "Real", "Imag", "Conj", "Mul", "AddV2", "Sub", "Neg",
+        "Real", "Imag", "Conj", "Mul", "AddV2", "Sub", "Neg", "RealDiv", "Div", "Square", "Cast",
     }  # fmt: skip
     return Fixture("fft_ops", f, [x, z, s, img], must_have, tolerance=1e-5)
 

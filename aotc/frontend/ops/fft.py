@@ -31,10 +31,14 @@ def _fit(ctx: TranslationContext, x: Instruction, sizes: tuple[int, ...]) -> Ins
     return x
 
 
-def _lengths(ctx: TranslationContext, node: Node, x: Instruction, given: Instruction, rank: int) -> tuple[int, ...]:
+def _lengths(
+    ctx: TranslationContext, node: Node, x: Instruction, given: Instruction, rank: int
+) -> tuple[int, ...]:
     lengths = tuple(int(n) for n in ctx.constant_value(given, "fft_length").reshape(-1))
     if len(lengths) != rank or any(n < 1 for n in lengths):
-        raise UnsupportedError(f"{node.op} needs {rank} positive fft_length values, got {list(lengths)}")
+        raise UnsupportedError(
+            f"{node.op} needs {rank} positive fft_length values, got {list(lengths)}"
+        )
     if x.array_shape.rank < rank:
         raise UnsupportedError(f"{node.op} needs an input of rank >= {rank}, got {x.shape}")
     return lengths

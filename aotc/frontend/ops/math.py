@@ -73,7 +73,7 @@ _BINARY = {
     "Pow": Opcode.POWER, "LogicalAnd": Opcode.AND, "LogicalOr": Opcode.OR,
 }  # fmt: skip
 _FLOAT_ONLY = {
-    "RealDiv": Opcode.DIVIDE, "Sqrt": Opcode.SQRT, "Rsqrt": Opcode.RSQRT, "Exp": Opcode.EXP,
+    "Sqrt": Opcode.SQRT, "Rsqrt": Opcode.RSQRT, "Exp": Opcode.EXP,
     "Log": Opcode.LOG, "Tanh": Opcode.TANH, "Sigmoid": Opcode.LOGISTIC, "Erf": Opcode.ERF,
     "Floor": Opcode.FLOOR, "Ceil": Opcode.CEIL, "Log1p": Opcode.LOG1P, "Expm1": Opcode.EXPM1,
     "Sin": Opcode.SINE, "Cos": Opcode.COSINE, "IsFinite": Opcode.IS_FINITE,
@@ -93,6 +93,13 @@ for _tf_op, _opcode in _UNARY.items():
     translates(_tf_op)(partial(unary_elementwise, _opcode))
 for _tf_op, _direction in _COMPARISONS.items():
     translates(_tf_op, note="numpy-style broadcasting")(partial(compare, _direction))
+
+
+@translates("RealDiv", note="floating-point and complex types; numpy-style broadcasting")
+def real_div(ctx: TranslationContext, node: Node, a: Instruction, b: Instruction) -> Instruction:
+    if not a.array_shape.dtype.is_complex:
+        require_float(node, a)
+    return binary_elementwise(Opcode.DIVIDE, ctx, node, a, b)
 
 
 @translates("Square")
@@ -300,9 +307,15 @@ def select_v2(
     return ctx.builder.select(cond, x, y)
 
 
-@translates("Cast", note="between bfloat16, float16/32/64, (u)int8-64 and bool")
+@translates(
+    "Cast",
+    note="between bfloat16, float16/32/64, complex64/128, (u)int8-64 and bool; "
+    "complex to real keeps the real part",
+)
 def cast(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
     dtype = PrimitiveType.from_numpy(node.dtype_attr("DstT"))
+    if x.array_shape.dtype.is_complex and not dtype.is_complex:
+        x = ctx.builder.unary(Opcode.REAL, x)  # TF's static_cast of std::complex: re z
     if dtype == x.array_shape.dtype:
         return x
     return ctx.builder.convert(x, dtype)
