@@ -64,6 +64,7 @@ class ElementTypes(Enum):
     ANY = "any"
     FLOAT = "floating-point"
     REAL_FLOAT = "f32 or f64"  # the parts of a complex number
+    INEXACT = "floating-point or complex"
     NOT_FLOAT = "integers or pred"
     INTEGER = "integers"
     NOT_PRED = "not pred"
@@ -96,6 +97,7 @@ class OpcodeInfo:
 
 _ARITY = {Category.UNARY: 1, Category.BINARY: 2, Category.TERNARY: 3}
 ANY, FLOAT, REAL_FLOAT = ElementTypes.ANY, ElementTypes.FLOAT, ElementTypes.REAL_FLOAT
+INEXACT = ElementTypes.INEXACT
 NOT_FLOAT, NOT_PRED = ElementTypes.NOT_FLOAT, ElementTypes.NOT_PRED
 INTEGER = ElementTypes.INTEGER
 
@@ -162,7 +164,7 @@ class Opcode(Enum):
     COPY = "copy", _unary()
     COSINE = "cosine", _unary(FLOAT, expensive=True)
     ERF = "erf", _unary(FLOAT, expensive=True)
-    EXP = "exponential", _unary(FLOAT, expensive=True)
+    EXP = "exponential", _unary(INEXACT, expensive=True)
     EXPM1 = "exponential-minus-one", _unary(FLOAT, expensive=True)
     FLOOR = "floor", _unary(FLOAT)
     IMAG = "imag", _unary()  # of a complex number (XLA: 0 for a real one)

@@ -74,6 +74,9 @@ def _check_element_type(opcode: Opcode, x: Shape) -> None:
     types, dtype = opcode.info.operand_types, x.dtype
     if types is ElementTypes.FLOAT:
         check(dtype.is_float, f"{opcode.value} needs a floating-point operand, got {x}")
+    elif types is ElementTypes.INEXACT:
+        ok = dtype.is_float or dtype.is_complex
+        check(ok, f"{opcode.value} needs a floating-point or complex operand, got {x}")
     elif types is ElementTypes.REAL_FLOAT:
         check(dtype.is_complex_part, f"{opcode.value} needs an f32 or f64 operand, got {x}")
     elif types is ElementTypes.NOT_FLOAT:

@@ -10,8 +10,8 @@ matrices fold and the parts' slices and concatenations fuse.
 
 Complex values are supported in the entry computation (after call inlining, that is every
 straight-line model); one in a loop, a branch, a reducer or a comparator, or an opcode
-without a rule here (a complex ``exponential``, ``dot``, ``reduce``), is an error naming the
-instruction.
+without a rule here (a complex ``reduce``, ``log``, ``compare``, ``convolution``), is an
+error naming the instruction.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from aotc.hlo.builder import ComputationBuilder
 from aotc.hlo.ir import (
     Computation,
     Dimensions,
+    DotDims,
     Instruction,
     Module,
     Opcode,
@@ -39,6 +40,7 @@ from aotc.passes.complex_parts import (
     abs_value,
     conjugate,
     drop_unit,
+    exponential,
     join,
     multiply,
     parts,
@@ -157,8 +159,38 @@ def _divide(b: ComputationBuilder, inst: Instruction, ops: list[Instruction]) ->
     return join(b, b.binary(Opcode.DIVIDE, re, norm), b.binary(Opcode.DIVIDE, im, norm))
 
 
+def _dot(b: ComputationBuilder, inst: Instruction, ops: list[Instruction]) -> Instruction:
+    """``(A + Bi)(C + Di) = (AC - BD) + (AD + BC)i``: four real dots (two with a real operand)."""
+    dims = inst.attrs_as(DotDims)
+    (ar, ai), (br, bi) = (_real_parts(b, o, x) for o, x in zip(inst.operands, ops, strict=True))
+    re = b.dot(ar, br, dims)
+    im = None
+    if ai is not None and bi is not None:
+        re = b.binary(Opcode.SUBTRACT, re, b.dot(ai, bi, dims))
+    for x, y in [(ar, bi), (ai, br)]:
+        if x is not None and y is not None:
+            term = b.dot(x, y, dims)
+            im = term if im is None else b.binary(Opcode.ADD, im, term)
+    assert im is not None  # one operand at least is complex
+    return join(b, with_unit(b, re), with_unit(b, im))
+
+
+def _real_parts(
+    b: ComputationBuilder, original: Instruction, x: Instruction
+) -> tuple[Instruction, Instruction | None]:
+    """A dot operand's real and imaginary parts (None for a real operand's)."""
+    if not original.array_shape.dtype.is_complex:
+        return x, None
+    re, im = parts(b, x)
+    return drop_unit(b, re), drop_unit(b, im)
+
+
 def _abs(b: ComputationBuilder, inst: Instruction, ops: list[Instruction]) -> Instruction:
     return abs_value(b, ops[0])
+
+
+def _exp(b: ComputationBuilder, inst: Instruction, ops: list[Instruction]) -> Instruction:
+    return exponential(b, ops[0])
 
 
 def _part(index: int) -> Rule:
@@ -257,6 +289,8 @@ _RULES: dict[Opcode, Rule] = {
     Opcode.MULTIPLY: _multiply,
     Opcode.DIVIDE: _divide,
     Opcode.ABS: _abs,
+    Opcode.DOT: _dot,
+    Opcode.EXP: _exp,
     Opcode.REAL: _part(0),
     Opcode.IMAG: _part(1),
     Opcode.COMPLEX: _complex,

@@ -49,6 +49,14 @@ def multiply(b: ComputationBuilder, x: Instruction, y: Instruction) -> Instructi
     return join(b, re, im)
 
 
+def exponential(b: ComputationBuilder, z: Instruction) -> Instruction:
+    """``exp(a + bi) = e^a (cos b + i sin b)``."""
+    re, im = parts(b, z)
+    scale = b.unary(Opcode.EXP, re)
+    cos, sin = b.unary(Opcode.COSINE, im), b.unary(Opcode.SINE, im)
+    return join(b, b.binary(Opcode.MULTIPLY, scale, cos), b.binary(Opcode.MULTIPLY, scale, sin))
+
+
 def conjugate(b: ComputationBuilder, z: Instruction) -> Instruction:
     re, im = parts(b, z)
     return join(b, re, b.unary(Opcode.NEGATE, im))

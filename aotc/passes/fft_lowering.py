@@ -13,7 +13,8 @@ completed), so only complex transforms split. A prime length past the split has 
 its matrix may take up to ``MAX_MATRIX_ELEMENTS``, above that it is refused.
 
 Multi-dimensional transforms are one-dimensional ones along each dimension (RFFT: the last
-first, IRFFT: the last last). IFFT and IRFFT scale by ``1 / n`` inside each matrix.
+first, IRFFT: the last last). IFFT and IRFFT scale by ``1 / n`` inside each matrix. An RFFT of a
+frame zero-padded to its length drops the padding and the matrix rows it would meet.
 Splitting nests once per factor level: ``n2 >= sqrt(n)`` shrinks each level, so the depth
 is below 7 for any ``n < 2^64``.
 """
@@ -26,8 +27,9 @@ import numpy as np
 
 from aotc.errors import UnsupportedError
 from aotc.hlo.builder import ComputationBuilder
-from aotc.hlo.ir import DotDims, FftAttrs, FftType, Instruction
+from aotc.hlo.ir import DotDims, FftAttrs, FftType, Instruction, Opcode, PadAttrs, PadDim
 from aotc.passes.complex_parts import conjugate, drop_unit, join, multiply, parts, splat, with_unit
+from aotc.passes.rewrite import splat_value
 
 #: A transform is one dot while its matrix has at most this many elements (1 MiB of f32).
 DIRECT_MATRIX_ELEMENTS = 1 << 18
@@ -147,15 +149,29 @@ def _twiddles(n1: int, n2: int, inverse: bool) -> np.ndarray:
 def _rfft_last(b: ComputationBuilder, x: Instruction, n: int) -> Instruction:
     """Real ``[d..., n]`` -> the ``n // 2 + 1`` first bins ``[d..., m, 2]``."""
     dims, m = x.array_shape.dims, n // 2 + 1
-    if n * 2 * m > DIRECT_MATRIX_ELEMENTS:
+    if _unpadded(x).array_shape.dims[-1] * 2 * m > DIRECT_MATRIX_ELEMENTS:
         z = join(b, with_unit(b, x), splat(b, 0.0, with_unit(b, x)))
         full = _complex_axis(b, z, len(dims) - 1, inverse=False)
         return b.slice(full, [0] * (len(dims) + 1), [*dims[:-1], m, 2])
-    angle = _angles(n, m, n, inverse=False)
-    matrix = np.stack([np.cos(angle), np.sin(angle)], axis=-1).reshape(n, 2 * m)
-    flat = b.reshape(x, [math.prod(dims[:-1]), n])
+    x = _unpadded(x)
+    rows = x.array_shape.dims[-1]
+    angle = _angles(rows, m, n, inverse=False)
+    matrix = np.stack([np.cos(angle), np.sin(angle)], axis=-1).reshape(rows, 2 * m)
+    flat = b.reshape(x, [math.prod(dims[:-1]), rows])
     const = b.constant(matrix.astype(x.array_shape.dtype.numpy))
     return b.reshape(b.dot(flat, const, DotDims((1,), (0,))), [*dims[:-1], m, 2])
+
+
+def _unpadded(x: Instruction) -> Instruction:
+    """``x``'s operand where ``x`` only appends zeros to the last dimension (a frame shorter
+    than ``fft_length``, as ``tf.signal.stft`` gives): zeros add nothing to the dot, so the
+    matrix loses those rows instead."""
+    if x.opcode is not Opcode.PAD or splat_value(x.operands[1]) != 0:
+        return x
+    *outer, last = x.attrs_as(PadAttrs).dims
+    if any(d != PadDim(0, 0, 0) for d in outer) or last.low != 0 or last.interior != 0:
+        return x
+    return x.operands[0]
 
 
 def _irfft_last(b: ComputationBuilder, z: Instruction, n: int) -> Instruction:

@@ -12,6 +12,8 @@ Writes, under ``tests/data/tf/`` with the contract and helpers of ``make_fixture
 * ``stft_mel``: the audio front end users bring: ``tf.signal.stft`` of 1 s of 16 kHz audio
   (frame 400, hop 160, fft_length 512, Hann window) -> magnitude -> 40-bin mel matrix ->
   ``log(x + 1e-6)``;
+* ``mfcc``: log-mel -> ``tf.signal.mfccs_from_log_mel_spectrograms`` (a DCT-II by RFFT) and
+  ``tf.signal.inverse_stft`` (IRFFT, overlap-add);
 * ``spectrogram``: a small spectrogram classifier: stft -> log power -> 3x3 convolution ->
   ReLU -> mean -> dense.
 
@@ -121,6 +123,23 @@ def stft_mel_fixture() -> Fixture:
     return Fixture("stft_mel", f, [audio], must_have, tolerance=1e-4)
 
 
+def mfcc_fixture() -> Fixture:
+    """Speech-command features: log-mel -> MFCCs (a DCT-II: an RFFT, a complex multiply, the
+    real part) and the inverse stft of the spectrum (IRFFT, overlap-add)."""
+    audio = _audio(rng(134), 4000)
+    mel = tf.signal.linear_to_mel_weight_matrix(20, 129, 16000, 20.0, 7600.0)
+
+    @tf.function(input_signature=[spec([1, 4000], F32, name="audio")])
+    def f(audio):
+        stft = tf.signal.stft(audio, frame_length=256, frame_step=128)
+        log_mel = tf.math.log(tf.tensordot(tf.abs(stft), mel, 1) + 1e-6)
+        mfccs = tf.signal.mfccs_from_log_mel_spectrograms(log_mel)[..., :13]
+        return mfccs, tf.signal.inverse_stft(stft, frame_length=256, frame_step=128)
+
+    must_have = {"RFFT", "IRFFT", "ComplexAbs", "Mul", "Real"}
+    return Fixture("mfcc", f, [audio], must_have, tolerance=1e-4)
+
+
 def spectrogram_fixture() -> Fixture:
     r = rng(133)
     audio = _audio(r, 4000)
@@ -142,7 +161,7 @@ def spectrogram_fixture() -> Fixture:
 def main() -> int:
     np.random.seed(0)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    for fx in [fft_ops_fixture(), stft_mel_fixture(), spectrogram_fixture()]:
+    for fx in [fft_ops_fixture(), stft_mel_fixture(), mfcc_fixture(), spectrogram_fixture()]:
         build(fx)
         write_fixture(fx)
         verify_written(fx)

@@ -73,7 +73,7 @@ _BINARY = {
     "Pow": Opcode.POWER, "LogicalAnd": Opcode.AND, "LogicalOr": Opcode.OR,
 }  # fmt: skip
 _FLOAT_ONLY = {
-    "Sqrt": Opcode.SQRT, "Rsqrt": Opcode.RSQRT, "Exp": Opcode.EXP,
+    "Sqrt": Opcode.SQRT, "Rsqrt": Opcode.RSQRT,
     "Log": Opcode.LOG, "Tanh": Opcode.TANH, "Sigmoid": Opcode.LOGISTIC, "Erf": Opcode.ERF,
     "Floor": Opcode.FLOOR, "Ceil": Opcode.CEIL, "Log1p": Opcode.LOG1P, "Expm1": Opcode.EXPM1,
     "Sin": Opcode.SINE, "Cos": Opcode.COSINE, "IsFinite": Opcode.IS_FINITE,
@@ -100,6 +100,13 @@ def real_div(ctx: TranslationContext, node: Node, a: Instruction, b: Instruction
     if not a.array_shape.dtype.is_complex:
         require_float(node, a)
     return binary_elementwise(Opcode.DIVIDE, ctx, node, a, b)
+
+
+@translates("Exp", note="floating-point and complex types")
+def exp(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
+    if not x.array_shape.dtype.is_complex:
+        require_float(node, x)
+    return ctx.builder.unary(Opcode.EXP, x)
 
 
 @translates("Square")
