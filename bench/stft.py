@@ -18,7 +18,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # single-threaded, as aotc's object and TF here
+
+import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "data" / "tf" / "stft_mel"
