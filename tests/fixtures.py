@@ -65,6 +65,14 @@ def npz_array(array: np.ndarray) -> np.ndarray:
     return array.view(BF16) if array.dtype == np.dtype("V2") else array
 
 
+def as_real_form(x: np.ndarray) -> np.ndarray:
+    """A complex array as an optimized module takes and returns it (complex-lowering): its
+    (re, im) pairs in a last dimension of 2; a real array as it is."""
+    if x.dtype.kind != "c":
+        return x
+    return np.ascontiguousarray(x).view(x.real.dtype).reshape(*x.shape, 2)
+
+
 def load_example() -> Fixture:
     """The bundled example (examples/mlp) as a fixture named ``mlp``."""
     data = np.load(EXAMPLE / "expected.npz")

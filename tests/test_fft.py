@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from c_harness import run_compiled
-from fixtures import HOST_CPU, assert_close, load_hlo_fixture
+from fixtures import HOST_CPU, as_real_form, assert_close, load_hlo_fixture
 
 from aotc.driver import compile_graph, optimize, pipeline_options
 from aotc.errors import AotcError, UnsupportedError
@@ -71,13 +71,6 @@ def _numpy_fft(kind: str, x: np.ndarray, lengths: tuple[int, ...]) -> np.ndarray
     axes = tuple(range(x.ndim - len(lengths), x.ndim))
     fn = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}
     return fn[kind](x.astype(np.complex128 if x.dtype.kind == "c" else np.float64), lengths, axes)
-
-
-def as_real_form(x: np.ndarray) -> np.ndarray:
-    """A complex array as the lowered module takes it: (re, im) pairs in a last dimension."""
-    if x.dtype.kind != "c":
-        return x
-    return np.ascontiguousarray(x).view(x.real.dtype).reshape(*x.shape, 2)
 
 
 def _tolerance(lengths: tuple[int, ...]) -> float:
