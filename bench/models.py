@@ -150,6 +150,12 @@ def _mobilenet_v2():
     return keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3))
 
 
+def _efficientnet_b0():
+    import keras
+
+    return keras.applications.EfficientNetB0(weights=None, input_shape=(224, 224, 3))
+
+
 def _recurrent(layer: str, steps: int, features: int) -> Callable[[], object]:
     def make():
         import keras
@@ -209,6 +215,8 @@ SPECS: dict[str, Spec] = {
                        "model", [1, 64, 64, 3], _keras_fn(_unet)),
     "bench_mobilenet_v2": Spec("Keras MobileNetV2 224x224 (weights=None), batch 1", "model",
                                [1, 224, 224, 3], _keras_fn(_mobilenet_v2)),
+    "bench_efficientnet_b0": Spec("Keras EfficientNetB0 224x224 (weights=None), batch 1",
+                                  "model", [1, 224, 224, 3], _keras_fn(_efficientnet_b0)),
     "bench_lstm_b1": _rnn_spec("LSTM", 1),
     "bench_lstm_b8": _rnn_spec("LSTM", 8),
     "bench_gru_b1": _rnn_spec("GRU", 1),

@@ -208,6 +208,30 @@ CASES = [
            ROOT reshape.1 = f32[2,3,5] reshape(dot) ...""",  # the next run drops the reshape
     ),
     (
+        "conv_input_pad_strided_depthwise",
+        """x = f32[1,5,6,3] parameter(0)
+           k = f32[3,3,1,3] parameter(1)
+           z = f32[] constant(0)
+           p = f32[1,6,8,3] pad(x, z), padding=0_0x0_1x1_1x0_0
+           ROOT c = f32[1,2,4,3] convolution(p, k), window={size=3x3 stride=2x2 pad=0_0x0_1},
+             dim_labels=b01f_01io->b01f, feature_group_count=3""",
+        """... ROOT convolution = f32[1,2,4,3] convolution(x, k),
+               window={size=3x3 stride=2x2 pad=0_1x1_2}, dim_labels=b01f_01io->b01f,
+               feature_group_count=3 ...""",
+    ),
+    (
+        "conv_input_pad_nchw",
+        """x = f32[2,2,5,4] parameter(0)
+           k = f32[4,2,2,2] parameter(1)
+           z = f32[] constant(0)
+           zb = f32[] broadcast(z), dimensions={}
+           p = f32[2,2,7,4] pad(x, zb), padding=0_0x0_0x2_0x0_0
+           ROOT c = f32[2,4,6,3] convolution(p, k), window={size=2x2},
+             dim_labels=bf01_oi01->bf01""",
+        """... ROOT convolution = f32[2,4,6,3] convolution(x, k), window={size=2x2 pad=2_0x0_0},
+               dim_labels=bf01_oi01->bf01 ...""",
+    ),
+    (
         "scale_into_dot_weights",
         """x = f32[2,3] parameter(0)
            w = f32[3,2] constant({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
@@ -370,6 +394,39 @@ UNCHANGED = [
            s = f32[2] constant({10, 100})
            sb = f32[2,2] broadcast(s), dimensions={0}
            ROOT m = f32[2,2] multiply(d, sb)""",
+    ),
+    (
+        "conv_input_pad_not_zero",
+        """x = f32[1,4,4,2] parameter(0)
+           k = f32[3,3,2,2] parameter(1)
+           one = f32[] constant(1)
+           p = f32[1,6,6,2] pad(x, one), padding=0_0x1_1x1_1x0_0
+           ROOT c = f32[1,4,4,2] convolution(p, k), window={size=3x3}, dim_labels=b01f_01io->b01f""",
+    ),
+    (
+        "conv_input_pad_of_features",
+        """x = f32[1,4,4,2] parameter(0)
+           k = f32[3,3,3,2] parameter(1)
+           z = f32[] constant(0)
+           p = f32[1,4,4,3] pad(x, z), padding=0_0x0_0x0_0x0_1
+           ROOT c = f32[1,2,2,2] convolution(p, k), window={size=3x3}, dim_labels=b01f_01io->b01f""",
+    ),
+    (
+        "conv_input_pad_interior",
+        """x = f32[1,4,4,2] parameter(0)
+           k = f32[3,3,2,2] parameter(1)
+           z = f32[] constant(0)
+           p = f32[1,7,4,2] pad(x, z), padding=0_0x0_0_1x0_0x0_0
+           ROOT c = f32[1,5,2,2] convolution(p, k), window={size=3x3}, dim_labels=b01f_01io->b01f""",
+    ),
+    (
+        "conv_input_pad_base_dilated",
+        """x = f32[1,4,4,2] parameter(0)
+           k = f32[3,3,2,2] parameter(1)
+           z = f32[] constant(0)
+           p = f32[1,5,5,2] pad(x, z), padding=0_0x0_1x0_1x0_0
+           ROOT c = f32[1,7,7,2] convolution(p, k), window={size=3x3 lhs_dilate=2x2},
+             dim_labels=b01f_01io->b01f""",
     ),
     (
         "scaled_dot_with_other_users",

@@ -1,9 +1,9 @@
 """The algebraic simplifier: local rewrites, as a table of small rules per opcode.
 
 Each rule takes the rewrite context and one instruction and returns a replacement or ``None``
-(see ``aotc.passes.rewrite``). Rules for dots live in ``simplify_dot``, the folding of
-batch-norm-style scales and biases into weights in ``fold_batchnorm`` (which reassociates
-float arithmetic after a dot or convolution). The other float rules keep results bit-exact
+(see ``aotc.passes.rewrite``). Rules for dots live in ``simplify_dot``, for convolutions in
+``simplify_conv``, the folding of batch-norm-style scales and biases into weights in
+``fold_batchnorm`` (which reassociates float arithmetic after a dot or convolution). The other float rules keep results bit-exact
 except where noted: ``x * 0`` is not folded for floats (NaN and inf), while
 ``x + 0 -> x`` maps ``-0.0`` to ``-0.0`` rather than ``+0.0``, as XLA does.
 """
@@ -20,6 +20,7 @@ from aotc.hlo.loop_analysis import scalar_constant
 from aotc.hlo.shape import PrimitiveType
 from aotc.passes import fold_batchnorm
 from aotc.passes.rewrite import RewriteContext, Rule, first_match, rewrite_module, splat_value
+from aotc.passes.simplify_conv import CONV_RULES
 from aotc.passes.simplify_dot import DOT_RULES
 
 
@@ -267,6 +268,7 @@ RULES: dict[Opcode, list[Rule]] = {
     Opcode.GET_TUPLE_ELEMENT: [element_of_tuple],
     Opcode.TUPLE: [tuple_of_elements],
     Opcode.DOT: DOT_RULES,
+    Opcode.CONVOLUTION: CONV_RULES,
 }
 
 _BY_OPCODE: dict[Opcode, Rule] = {op: first_match(rules) for op, rules in RULES.items()}

@@ -15,8 +15,10 @@ output rows that read the input in place (``conv_rows.py``). Another 1x1 one (un
 no padding or dilation) is a plain GEMM ``[N*H*W, Cin] @ [Cin, Cout]``, its constant kernel
 pre-packed (``dot_gemm.py``). Any other f32 NHWC convolution with one group (windows,
 strides, padding, dilations, transposed, runtime kernels) is an implicit GEMM whose A panels
-are gathered from the input patches (``conv_gemm.py``). A depthwise convolution (one input
-feature per group) runs its innermost loop over the groups instead, which is the contiguous
+are gathered from the input patches (``conv_gemm.py``). An f32 2-D NHWC depthwise convolution
+(one input feature per group, multiplier 1) runs on register tiles of output columns times a
+channel vector (``conv_depthwise.py``); in the loop kernel, other depthwise convolutions (one
+input feature per group) run their innermost loop over the groups, which is the contiguous
 channel dimension of NHWC input, kernel and output, so it vectorizes over channels. An f32
 2-D NHWC convolution with 1-3 input features that no other fast form takes (a runtime kernel
 with few filters) runs on the direct kernel (``conv_direct.py``) instead of the loop kernel.
@@ -42,6 +44,11 @@ from aotc.codegen.irtypes import (
     store_element,
 )
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.codegen.kernels.conv_depthwise import (
+    DepthwiseConv,
+    depthwise_conv,
+    emit_depthwise_conv,
+)
 from aotc.codegen.kernels.conv_direct import DirectConv, direct_conv, emit_direct_conv
 from aotc.codegen.kernels.conv_gemm import ConvGemm, conv_gemm, emit_conv_gemm, is_nhwc
 from aotc.codegen.kernels.conv_rows import RowConv, emit_row_conv, row_conv
@@ -92,8 +99,9 @@ def conv_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
     return frozenset({1}) if packs_weights(conv_fast_path(inst)) else frozenset()
 
 
-#: A fast path's form of a convolution: a plain GEMM, row tiles, an implicit GEMM or direct.
-FastConv = GemmDot | RowConv | ConvGemm | DirectConv
+#: A fast path's form of a convolution: a plain GEMM, row tiles, an implicit GEMM, direct or
+#: depthwise.
+FastConv = GemmDot | RowConv | ConvGemm | DirectConv | DepthwiseConv
 
 
 def packs_weights(spec: FastConv | None) -> bool:
@@ -107,12 +115,13 @@ def packs_weights(spec: FastConv | None) -> bool:
 
 def conv_fast_path(inst: Instruction, rhs_source: Instruction | None = None) -> FastConv | None:
     """The fast form of a convolution: row tiles, pointwise (plain GEMM), implicit GEMM,
-    direct, or None."""
+    direct, depthwise, or None."""
     return (
         row_conv(inst, rhs_source)
         or pointwise_gemm(inst, rhs_source)
         or conv_gemm(inst, rhs_source)
         or direct_conv(inst)
+        or depthwise_conv(inst)
     )
 
 
@@ -155,6 +164,8 @@ def emit_conv_fast_path(
         emit_conv_gemm(b, spec, info, call, epilogue)
     elif isinstance(spec, DirectConv):
         emit_direct_conv(b, spec, info, call, epilogue)
+    elif isinstance(spec, DepthwiseConv):
+        emit_depthwise_conv(b, spec, info, call, epilogue)
     else:
         emit_gemm_dot(b, spec, info, call, vector_epilogue=epilogue)
 

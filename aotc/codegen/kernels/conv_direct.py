@@ -21,14 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64, mul_nuw
+from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64
 from aotc.codegen.kernels.conv_gemm import is_nhwc
 from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogue, VectorEpilogueFactory
 from aotc.codegen.kernels.gemm_tile import gep, offset, splat
-from aotc.codegen.kernels.window import window_position
+from aotc.codegen.kernels.window import (
+    border_regions,
+    emit_column_tiles,
+    window_position,
+)
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.hlo.ir import ConvAttrs, Instruction, WindowDim
@@ -63,13 +68,7 @@ class DirectConv:
 
     def regions(self) -> list[tuple[int, int, bool]]:
         """(first column, columns, checked) covering the output width: borders are checked."""
-        w, out, taps = self.window[1], self.out_hw[1], self.kernel_hw[1]
-        reach = (taps - 1) * w.rhs_dilation - w.pad_low  # last tap's offset from ow * stride
-        lo = min(out, max(0, -(-w.pad_low // w.stride)))
-        last = self.in_hw[1] - 1 - reach
-        hi = max(lo, min(out, last // w.stride + 1 if last >= 0 else 0))
-        spans = [(0, lo, True), (lo, hi - lo, False), (hi, out - hi, True)]
-        return [s for s in spans if s[1] > 0]
+        return border_regions(self.window[1], self.in_hw[1], self.out_hw[1], self.kernel_hw[1])
 
 
 def direct_conv(inst: Instruction) -> DirectConv | None:
@@ -113,24 +112,11 @@ def emit_direct_conv(
     apply = epilogue(b, list(call.extras)) if epilogue is not None else None
     with loop_nest(b, [spec.batch, spec.out_hw[0]], "dc") as (n, oh):
         tile = _Tile(spec, info, call, apply, n, oh)
-        for start, count, checked in spec.regions():
-            _emit_region(b, tile, start, count, checked)
+        for region in spec.regions():
+            emit_column_tiles(b, region, spec.points(info), partial(_emit_tile, tile=tile))
 
 
-def _emit_region(b: ir.IRBuilder, tile: _Tile, start: int, count: int, checked: bool) -> None:
-    """Full tiles in a loop, then one narrower tile for the remaining columns."""
-    points = tile.spec.points(tile.info)
-    full, rest = divmod(count, points)
-    if full == 1:
-        _emit_tile(b, tile, i64(start), points, checked)
-    elif full > 1:
-        with for_range(b, full, "dt") as t:
-            _emit_tile(b, tile, add_nuw(b, i64(start), mul_nuw(b, t, i64(points))), points, checked)
-    if rest:
-        _emit_tile(b, tile, i64(start + full * points), rest, checked)
-
-
-def _emit_tile(b: ir.IRBuilder, tile: _Tile, ow0: ir.Value, points: int, checked: bool) -> None:
+def _emit_tile(b: ir.IRBuilder, ow0: ir.Value, points: int, checked: bool, tile: _Tile) -> None:
     """Accumulate ``points`` columns from ``ow0`` over the window, then finish and store them."""
     chunks = tile.spec.chunks(tile.info)
     types = [ir.VectorType(F32, lanes) for _, lanes in chunks]

@@ -9,13 +9,13 @@ contiguous memory, which is what lets LLVM vectorize it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import i64, register_type
-from aotc.codegen.loops import entry_alloca
+from aotc.codegen.irtypes import add_nuw, i64, mul_nuw, register_type
+from aotc.codegen.loops import entry_alloca, for_range
 from aotc.hlo.ir import WindowDim
 from aotc.hlo.shape import PrimitiveType
 
@@ -63,6 +63,36 @@ def window_positions(
         p if h is None else b.select(h, p, i64(0)) for h, p in zip(hits, positions, strict=True)
     ]
     return inside, clamped
+
+
+def border_regions(w: WindowDim, size: int, out: int, taps: int) -> list[tuple[int, int, bool]]:
+    """(first output, outputs, checked) covering ``out`` outputs of one dimension: the interior
+    span, where every tap reads the operand, is unchecked; the borders around it are checked."""
+    reach = (taps - 1) * w.rhs_dilation - w.pad_low  # last tap's offset from ow * stride
+    lo = min(out, max(0, -(-w.pad_low // w.stride)))
+    last = size - 1 - reach
+    hi = max(lo, min(out, last // w.stride + 1 if last >= 0 else 0))
+    spans = [(0, lo, True), (lo, hi - lo, False), (hi, out - hi, True)]
+    return [s for s in spans if s[1] > 0]
+
+
+#: Emits one register tile: (builder, first output column, columns, checked).
+TileEmitter = Callable[[ir.IRBuilder, ir.Value, int, bool], None]
+
+
+def emit_column_tiles(
+    b: ir.IRBuilder, region: tuple[int, int, bool], points: int, emit: TileEmitter
+) -> None:
+    """A region's full tiles of ``points`` columns in a loop, then one narrower tile."""
+    start, count, checked = region
+    full, rest = divmod(count, points)
+    if full == 1:
+        emit(b, i64(start), points, checked)
+    elif full > 1:
+        with for_range(b, full, "dt") as t:
+            emit(b, add_nuw(b, i64(start), mul_nuw(b, t, i64(points))), points, checked)
+    if rest:
+        emit(b, i64(start + full * points), rest, checked)
 
 
 @contextmanager

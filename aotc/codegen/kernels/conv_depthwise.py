@@ -1,0 +1,191 @@
+"""Depthwise f32 NHWC 2-D convolution (one input feature per group, multiplier 1).
+
+The loop kernel keeps its accumulator row on the stack and applies a fused epilogue element
+by element. Here a register tile is ``points`` consecutive output columns of one output row
+times one vector of channels: channels are contiguous in NHWC input, kernel (``[KH, KW, 1,
+C]``) and output, so every tap is one vector load of the input per column and one of the
+weights, shared by the tile's columns, into an FMA. The fused epilogue (bias, relu6, swish,
+a residual) runs on the finished vectors before their only store. No scratch.
+
+Padding is resolved as in the direct kernel (``conv_direct.py``): a kernel row off the input
+is skipped by one branch per tile; along the width the columns are split at compile time into
+the interior (no checks) and the borders (taps clamped and zeroed by a select).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from llvmlite import ir
+
+from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64, mul_nuw
+from aotc.codegen.kernels.conv_gemm import is_nhwc
+from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogue, VectorEpilogueFactory
+from aotc.codegen.kernels.gemm_tile import gep, offset
+from aotc.codegen.kernels.window import (
+    border_regions,
+    emit_column_tiles,
+    if_inside,
+    window_position,
+)
+from aotc.codegen.loops import entry_alloca, for_range, loop_nest
+from aotc.codegen.vector import VectorInfo
+from aotc.hlo.ir import ConvAttrs, Instruction, WindowDim
+from aotc.hlo.shape import PrimitiveType
+
+
+@dataclass(frozen=True)
+class DepthwiseConv:
+    """One depthwise 2-D NHWC convolution; see the module docstring."""
+
+    batch: int
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    kernel_hw: tuple[int, int]
+    window: tuple[WindowDim, WindowDim]
+    channels: int
+
+    def scratch_bytes(self, info: VectorInfo) -> int:
+        return 0  # everything lives in registers
+
+    def points(self, info: VectorInfo) -> int:
+        """Output columns per tile: a quarter of the registers hold accumulators, the rest the
+        input vectors the columns' taps read (shared between neighbours at stride 1)."""
+        return max(1, min(self.out_hw[1], info.registers // 4))
+
+    def regions(self) -> list[tuple[int, int, bool]]:
+        """(first column, columns, checked) covering the output width: borders are checked."""
+        return border_regions(self.window[1], self.in_hw[1], self.out_hw[1], self.kernel_hw[1])
+
+
+def depthwise_conv(inst: Instruction) -> DepthwiseConv | None:
+    """The depthwise-kernel form of an f32 2-D NHWC convolution, or None."""
+    attrs = inst.attrs_as(ConvAttrs)
+    lhs, rhs = (op.array_shape for op in inst.operands)
+    out = inst.array_shape
+    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)) or lhs.rank != 4:
+        return None
+    if not is_nhwc(attrs.dims, 4) or attrs.batch_group_count != 1:
+        return None
+    channels = lhs.dims[3]
+    if attrs.feature_group_count != channels or channels < 2 or rhs.dims[2:] != (1, channels):
+        return None
+    if min(*lhs.dims, *rhs.dims, *out.dims) == 0:
+        return None
+    if any(w.lhs_dilation != 1 for w in attrs.window.dims):
+        return None
+    h, w = attrs.window.dims
+    spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
+    return DepthwiseConv(lhs.dims[0], *spatial, (h, w), channels)
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """What every register tile of one kernel shares."""
+
+    spec: DepthwiseConv
+    info: VectorInfo
+    call: GemmCall
+    epilogue: VectorEpilogue | None
+    batch: ir.Value
+    row: ir.Value  # the output row ``oh``
+
+
+def emit_depthwise_conv(
+    b: ir.IRBuilder,
+    spec: DepthwiseConv,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None = None,
+) -> None:
+    """Compute the convolution into ``call.out`` (lhs: the input, rhs: the HWIO kernel)."""
+    apply = epilogue(b, list(call.extras)) if epilogue is not None else None
+    with loop_nest(b, [spec.batch, spec.out_hw[0]], "dw") as (n, oh):
+        tile = _Tile(spec, info, call, apply, n, oh)
+        for region in spec.regions():
+            emit_column_tiles(b, region, spec.points(info), partial(_emit_columns, tile=tile))
+
+
+def _emit_columns(b: ir.IRBuilder, ow0: ir.Value, points: int, checked: bool, tile: _Tile) -> None:
+    """Every channel vector of ``points`` columns from ``ow0``: full vectors in a loop, then
+    one narrower vector for the remaining channels."""
+    width = tile.info.width
+    full, rest = divmod(tile.spec.channels, width)
+    if full:
+        with for_range(b, full, "dwc") as c:
+            _emit_tile(b, tile, (ow0, points), (mul_nuw(b, c, i64(width)), width), checked)
+    if rest:
+        _emit_tile(b, tile, (ow0, points), (i64(full * width), rest), checked)
+
+
+def _emit_tile(
+    b: ir.IRBuilder,
+    tile: _Tile,
+    columns: tuple[ir.Value, int],
+    chunk: tuple[ir.Value, int],
+    checked: bool,
+) -> None:
+    """Accumulate one tile over the window, then finish and store it."""
+    (ow0, points), (c, lanes) = columns, chunk
+    vector = ir.VectorType(F32, lanes)
+    slots = [entry_alloca(b, vector, "dwacc") for _ in range(points)]
+    for slot in slots:
+        b.store(ir.Constant(vector, [0.0] * lanes), slot)
+    spec = tile.spec
+    with for_range(b, spec.kernel_hw[0], "dwkh") as kh:
+        hit, ih = window_position(b, spec.window[0], spec.in_hw[0], tile.row, kh)
+        with if_inside(b, hit):
+            accs = [b.load(s, typ=vector) for s in slots]
+            for kw in range(spec.kernel_hw[1]):
+                tap = offset(b, (kh, spec.kernel_hw[1] * spec.channels), kw * spec.channels)
+                w = b.load(gep(b, tile.call.rhs, add_nuw(b, tap, c)), typ=vector, align=4)
+                for p in range(points):
+                    ow = add_nuw(b, ow0, i64(p))
+                    x = _input(b, tile, (ih, ow, kw), (c, vector), checked)
+                    accs[p] = call_intrinsic(b, "fmuladd", [x, w, accs[p]])
+            for slot, acc in zip(slots, accs, strict=True):
+                b.store(acc, slot)
+    for p, slot in enumerate(slots):
+        _store(b, tile, add_nuw(b, ow0, i64(p)), c, b.load(slot, typ=vector))
+
+
+def _input(
+    b: ir.IRBuilder,
+    tile: _Tile,
+    at: tuple[ir.Value, ir.Value, int],
+    chunk: tuple[ir.Value, ir.VectorType],
+    checked: bool,
+) -> ir.Value:
+    """The channel vector ``x[n, ih, iw, c:]`` output column ``ow``'s tap ``kw`` reads; zero
+    in the padding."""
+    spec, (ih, ow, kw), (c, vector) = tile.spec, at, chunk
+    w = spec.window[1]
+    hit: ir.Value | None
+    if checked:
+        hit, iw = window_position(b, w, spec.in_hw[1], ow, i64(kw))
+        if hit is not None:
+            iw = b.select(hit, iw, i64(0))
+    else:
+        hit = None
+        iw = b.sub(b.add(b.mul(ow, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low))
+    h, width = spec.in_hw
+    channels = spec.channels
+    index = offset(b, (tile.batch, h * width * channels), (ih, width * channels), (iw, channels))
+    value = b.load(gep(b, tile.call.lhs, add_nuw(b, index, c)), typ=vector, align=4)
+    if hit is None:
+        return value
+    return b.select(hit, value, ir.Constant(vector, [0.0] * vector.count))
+
+
+def _store(b: ir.IRBuilder, tile: _Tile, ow: ir.Value, c: ir.Value, value: ir.Value) -> None:
+    """Finish one output vector (the fused epilogue) and store it."""
+    spec = tile.spec
+    oh_, ow_ = spec.out_hw
+    at = offset(
+        b, (tile.batch, oh_ * ow_ * spec.channels), (tile.row, ow_ * spec.channels),
+        (ow, spec.channels),
+    )  # fmt: skip
+    if tile.epilogue is not None:
+        value = tile.epilogue(b, value, [tile.batch, tile.row, ow, c])
+    b.store(value, gep(b, tile.call.out, add_nuw(b, at, c)), align=4)
