@@ -401,7 +401,8 @@ UNCHANGED = [
            k = f32[3,3,2,2] parameter(1)
            one = f32[] constant(1)
            p = f32[1,6,6,2] pad(x, one), padding=0_0x1_1x1_1x0_0
-           ROOT c = f32[1,4,4,2] convolution(p, k), window={size=3x3}, dim_labels=b01f_01io->b01f""",
+           ROOT c = f32[1,4,4,2] convolution(p, k), window={size=3x3},
+             dim_labels=b01f_01io->b01f""",
     ),
     (
         "conv_input_pad_of_features",
@@ -409,7 +410,8 @@ UNCHANGED = [
            k = f32[3,3,3,2] parameter(1)
            z = f32[] constant(0)
            p = f32[1,4,4,3] pad(x, z), padding=0_0x0_0x0_0x0_1
-           ROOT c = f32[1,2,2,2] convolution(p, k), window={size=3x3}, dim_labels=b01f_01io->b01f""",
+           ROOT c = f32[1,2,2,2] convolution(p, k), window={size=3x3},
+             dim_labels=b01f_01io->b01f""",
     ),
     (
         "conv_input_pad_interior",
@@ -417,7 +419,8 @@ UNCHANGED = [
            k = f32[3,3,2,2] parameter(1)
            z = f32[] constant(0)
            p = f32[1,7,4,2] pad(x, z), padding=0_0x0_0_1x0_0x0_0
-           ROOT c = f32[1,5,2,2] convolution(p, k), window={size=3x3}, dim_labels=b01f_01io->b01f""",
+           ROOT c = f32[1,5,2,2] convolution(p, k), window={size=3x3},
+             dim_labels=b01f_01io->b01f""",
     ),
     (
         "conv_input_pad_base_dilated",

@@ -3,9 +3,10 @@
 Each rule takes the rewrite context and one instruction and returns a replacement or ``None``
 (see ``aotc.passes.rewrite``). Rules for dots live in ``simplify_dot``, for convolutions in
 ``simplify_conv``, the folding of batch-norm-style scales and biases into weights in
-``fold_batchnorm`` (which reassociates float arithmetic after a dot or convolution). The other float rules keep results bit-exact
-except where noted: ``x * 0`` is not folded for floats (NaN and inf), while
-``x + 0 -> x`` maps ``-0.0`` to ``-0.0`` rather than ``+0.0``, as XLA does.
+``fold_batchnorm`` (which reassociates float arithmetic after a dot or convolution). The
+other float rules keep results bit-exact except where noted: ``x * 0`` is not folded for
+floats (NaN and inf), while ``x + 0 -> x`` maps ``-0.0`` to ``-0.0`` rather than ``+0.0``,
+as XLA does.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ def fold_input_pad(ctx: RewriteContext, conv: Instruction) -> Instruction | None
     pad, attrs = conv.operands[0], conv.attrs_as(ConvAttrs)
     if not _foldable(pad, attrs):
         return None
-    pads = pad.attrs_as(PadAttrs).dims
-    dims = [_widened(w, pads[d]) for w, d in zip(attrs.window.dims, attrs.dims.input_spatial)]
+    pads, spatial = pad.attrs_as(PadAttrs).dims, attrs.dims.input_spatial
+    dims = [_widened(w, pads[d]) for w, d in zip(attrs.window.dims, spatial, strict=True)]
     new = replace(attrs, window=Window(tuple(dims)))
     return ctx.b.convolution(pad.operands[0], conv.operands[1], new)
 
