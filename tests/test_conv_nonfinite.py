@@ -1,7 +1,7 @@
 """Convolution padding and base-dilation holes are zeros multiplied in (XLA's, TensorFlow's and
 the evaluator's semantics): an infinite weight next to them gives NaN (``0 * inf``), on every
-kernel path: the implicit GEMM, the direct loop kernel (generic layouts, depthwise, fused), the
-sub-pixel split of transposed convolutions; with constant and run-time weights."""
+kernel path: the implicit GEMM, the direct loop kernel (generic layouts, fused), the depthwise
+kernel, the sub-pixel split of transposed convolutions; with constant and run-time weights."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ CASES = {
     # bottom rows of taps fall off the input
     "direct_few_features": ("f32[1,5,5,3]", (3, 3, 3, 8), "f32[1,5,5,8]",
                             "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
-    # another layout: the direct loop kernel
+    # another layout: the direct loop kernel; depthwise: the depthwise kernel
     "loops_nchw": ("f32[1,2,5,5]", (3, 2, 3, 3), "f32[1,3,3,3]",
                    "window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01"),
     "depthwise": ("f32[1,5,5,4]", (3, 3, 1, 4), "f32[1,5,5,4]",

@@ -121,7 +121,7 @@ def conv_fast_path(inst: Instruction, rhs_source: Instruction | None = None) -> 
         or pointwise_gemm(inst, rhs_source)
         or conv_gemm(inst, rhs_source)
         or direct_conv(inst)
-        or depthwise_conv(inst)
+        or depthwise_conv(inst, rhs_source)
     )
 
 

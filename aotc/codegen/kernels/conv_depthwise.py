@@ -9,7 +9,9 @@ a residual) runs on the finished vectors before their only store. No scratch.
 
 Padding is resolved as in the direct kernel (``conv_direct.py``): a kernel row off the input
 is skipped by one branch per tile; along the width the columns are split at compile time into
-the interior (no checks) and the borders (taps clamped and zeroed by a select).
+the interior (no checks) and the borders (taps clamped and zeroed by a select). Skipping a
+row is exact only for finite weights (``hlo/finite.py``: ``0 * inf`` is NaN); otherwise the
+row is clamped inside and its inputs zeroed by a select too, so the zeros are multiplied in.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from aotc.codegen.kernels.window import (
 )
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
+from aotc.hlo.finite import skips_zeros_exactly
 from aotc.hlo.ir import ConvAttrs, Instruction, WindowDim
 from aotc.hlo.shape import PrimitiveType
 
@@ -45,6 +48,7 @@ class DepthwiseConv:
     kernel_hw: tuple[int, int]
     window: tuple[WindowDim, WindowDim]
     channels: int
+    skips_zeros: bool  # kernel rows in the padding are skipped, not multiplied (exact here)
 
     def scratch_bytes(self, info: VectorInfo) -> int:
         return 0  # everything lives in registers
@@ -59,8 +63,11 @@ class DepthwiseConv:
         return border_regions(self.window[1], self.in_hw[1], self.out_hw[1], self.kernel_hw[1])
 
 
-def depthwise_conv(inst: Instruction) -> DepthwiseConv | None:
-    """The depthwise-kernel form of an f32 2-D NHWC convolution, or None."""
+def depthwise_conv(
+    inst: Instruction, rhs_source: Instruction | None = None
+) -> DepthwiseConv | None:
+    """The depthwise-kernel form of an f32 2-D NHWC convolution, or None; ``rhs_source`` is
+    where the kernel comes from (a fusion's operand), for ``skips_zeros_exactly``."""
     attrs = inst.attrs_as(ConvAttrs)
     lhs, rhs = (op.array_shape for op in inst.operands)
     out = inst.array_shape
@@ -77,7 +84,8 @@ def depthwise_conv(inst: Instruction) -> DepthwiseConv | None:
         return None
     h, w = attrs.window.dims
     spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
-    return DepthwiseConv(lhs.dims[0], *spatial, (h, w), channels)
+    skips = skips_zeros_exactly(inst, rhs_source)
+    return DepthwiseConv(lhs.dims[0], *spatial, (h, w), channels, skips)
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,10 @@ def _emit_tile(
     spec = tile.spec
     with for_range(b, spec.kernel_hw[0], "dwkh") as kh:
         hit, ih = window_position(b, spec.window[0], spec.in_hw[0], tile.row, kh)
-        with if_inside(b, hit):
+        row_hit = None if spec.skips_zeros or hit is None else hit
+        if row_hit is not None:
+            ih = b.select(row_hit, ih, i64(0))
+        with if_inside(b, hit if spec.skips_zeros else None):
             accs = [b.load(s, typ=vector) for s in slots]
             for kw in range(spec.kernel_hw[1]):
                 tap = offset(b, (kh, spec.kernel_hw[1] * spec.channels), kw * spec.channels)
@@ -143,6 +154,8 @@ def _emit_tile(
                 for p in range(points):
                     ow = add_nuw(b, ow0, i64(p))
                     x = _input(b, tile, (ih, ow, kw), (c, vector), checked)
+                    if row_hit is not None:
+                        x = b.select(row_hit, x, ir.Constant(vector, [0.0] * lanes))
                     accs[p] = call_intrinsic(b, "fmuladd", [x, w, accs[p]])
             for slot, acc in zip(slots, accs, strict=True):
                 b.store(acc, slot)
