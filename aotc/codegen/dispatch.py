@@ -16,8 +16,9 @@ is not carried: on aotc's fixtures it runs within 2-4 % of level 1 (see docs/arc
 
 Each level's program is the whole kernel list with that level's ``VectorInfo`` (its ``cpu``
 becomes every function's ``"target-cpu"``); kernels too small to gain from vectors are emitted
-once and called from every level (``emitter.py``). Other triples, and any explicit cpu or
-features, give one level (number 0).
+once and called from every level (``emitter.py``), and constant GEMM weights are packed once
+in a layout the levels share where their tiles allow (``VectorInfo.peers``). Other triples,
+and any explicit cpu or features, give one level (number 0).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ class CpuLevel:
         return self.vector.cpu
 
 
+_X86_64_VECTORS = (SSE, AVX2, AVX512)
 X86_64_LEVELS = (
-    CpuLevel(1, replace(SSE, cpu="x86-64"), "SSE2"),
-    CpuLevel(3, replace(AVX2, cpu="x86-64-v3"), "AVX2, FMA"),
-    CpuLevel(4, replace(AVX512, cpu="x86-64-v4"), "AVX-512"),
+    CpuLevel(1, replace(SSE, cpu="x86-64", peers=_X86_64_VECTORS), "SSE2"),
+    CpuLevel(3, replace(AVX2, cpu="x86-64-v3", peers=_X86_64_VECTORS), "AVX2, FMA"),
+    CpuLevel(4, replace(AVX512, cpu="x86-64-v4", peers=_X86_64_VECTORS), "AVX-512"),
 )
 
 

@@ -20,7 +20,9 @@ class VectorInfo:
     """``width`` f32 lanes per register, ``registers`` architectural vector registers.
 
     In an object carrying kernels for several cpu levels (``dispatch.py``), ``cpu`` is the LLVM
-    cpu of this level's functions ("": the target machine's).
+    cpu of this level's functions ("": the target machine's) and ``peers`` the vector shapes
+    of all its levels: constant GEMM weights are packed in a layout they share where one fits
+    (``gemm_plan.plan_gemm``).
     """
 
     width: int
@@ -29,6 +31,7 @@ class VectorInfo:
     # separate vbroadcastss), NEON multiplies by a lane of a register: both make A cheap.
     arch: TargetArch = TargetArch.X86
     cpu: str = ""
+    peers: tuple[VectorInfo, ...] = ()
 
     @property
     def bits(self) -> int:

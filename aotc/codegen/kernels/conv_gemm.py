@@ -72,7 +72,7 @@ class ConvGemm:
         return (self.batch, *self.out_spatial)
 
     def plan(self, info: VectorInfo) -> GemmPlan:
-        return plan_gemm(self.m, self.cout, self.k, info, kc=self.kc)
+        return plan_gemm(self.m, self.cout, self.k, info, self.kc, self.weights is not None)
 
     def scratch_bytes(self, info: VectorInfo) -> int:
         return gemm_scratch_bytes(self.plan(info), self.weights is not None)

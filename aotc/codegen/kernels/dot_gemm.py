@@ -24,6 +24,7 @@ and per-tile-kind micro-kernels cost more (run time, compile time, scratch) than
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -87,7 +88,8 @@ class GemmDot:
         return math.prod(self.batch_dims)
 
     def plan(self, info: VectorInfo) -> GemmPlan:
-        return plan_gemm(self.m, self.n, self.k, info, kc=self.kc)
+        b_constant = self.b_constant is not None
+        return plan_gemm(self.m, self.n, self.k, info, kc=self.kc, b_constant=b_constant)
 
     def scratch_bytes(self, info: VectorInfo) -> int:
         return gemm_scratch_bytes(self.plan(info), self.b_constant is not None)
@@ -213,12 +215,36 @@ def emit_gemm_dot(
         b.call(gemm, [*ptrs, scratch, b.inttoptr(batch, PTR), *call.extras])
 
 
+# module -> (weights' memory, packed layout) -> (the weights, kept alive so their memory is
+# not reused, and the global holding them packed)
+_PACKED: weakref.WeakKeyDictionary[
+    ir.Module, dict[tuple[object, ...], tuple[np.ndarray, ir.GlobalVariable]]
+] = weakref.WeakKeyDictionary()
+
+
 def packed_weights(
     module: ir.Module, name: str, plan: GemmPlan, weights: np.ndarray | None
 ) -> ir.GlobalVariable:
-    """Constant weights packed for ``plan`` at compile time, as a read-only global."""
+    """Constant weights packed for ``plan`` at compile time, as a read-only global.
+
+    The cpu levels of a portable object pack the same weights in one layout where their tiles
+    allow (``gemm_plan.plan_gemm``): the first level to ask emits the global, the others
+    read it (``weights`` is a view of the constant's literal, the same memory every time).
+    """
     assert weights is not None
-    return readonly_global(module, f"{name}.packed_b", pack_b(plan, weights))
+    layout = (plan.k, plan.n, plan.kc, plan.nc, plan.panel)
+    memory = (
+        weights.__array_interface__["data"][0],
+        weights.dtype.str,
+        weights.shape,
+        weights.strides,
+    )
+    key = (*memory, *layout)
+    packed = _PACKED.setdefault(module, {})
+    if key not in packed:
+        gv = readonly_global(module, f"{name}.packed_b", pack_b(plan, weights))
+        packed[key] = (weights, gv)
+    return packed[key][1]
 
 
 def _tile_epilogue(spec: GemmDot, factory: VectorEpilogueFactory, n_extra: int) -> Epilogue:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import F32, I1, PTR, VOID, i64
+from aotc.codegen.irtypes import F32, I1, PTR, VOID, add_nuw, i64
 from aotc.codegen.kernels.gemm_plan import GemmPlan, a_scratch_bytes, round_up
 from aotc.codegen.kernels.gemm_tile import (
     Epilogue,
@@ -161,7 +161,7 @@ class _Gemm:
         a_pack = scratch
         b_pack = gep(b, scratch, a_scratch_bytes(p) // 4)
         for jb in _each_block(b, p.n, p.nc, "jc"):
-            nc_pad = round_up(jb.size, p.nr)
+            nc_pad = round_up(jb.size, p.panel)
             for pb in _each_block(b, p.k, p.kc, "pc"):
                 if self.options.b_packed:
                     block = offset(b, (jb.index, p.k * p.nc), (pb.index, p.kc * nc_pad))
@@ -191,7 +191,7 @@ class _Gemm:
                 panel = p.mr * (p.k if self.options.a_direct else pb.size)  # floats apart
                 args = [
                     gep(b, ap, offset(b, (qb.index, panel))),
-                    gep(b, bp, offset(b, (rb.index, p.nr * pb.size))),
+                    gep(b, bp, _strip(b, p, rb.index, pb.size)),
                     gep(b, c, offset(b, (row, p.n), (col, 1))),
                     row,
                     col,
@@ -226,7 +226,7 @@ class _Gemm:
 
         def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
             a_row = gep(b, ap, offset(b, (k, k_stride)))
-            b_row = gep(b, bp, offset(b, (k, p.nr)))
+            b_row = gep(b, bp, offset(b, (k, p.panel)))
             scalars = [b.load(gep(b, a_row, r * row_stride), typ=F32, align=4) for r in range(rows)]
             vecs = [load_vector(b, gep(b, b_row, v * p.vw), p.vw, p.vw) for v in range(p.nv)]
             return scalars, vecs
@@ -299,6 +299,18 @@ class _Gemm:
                     b.store(value, gep(b, panel, offset(b, (k, p.nr), j)), align=4)
 
 
+def _strip(b: ir.IRBuilder, p: GemmPlan, index: ir.Value, kc: int) -> ir.Value:
+    """Where the ``index``-th ``nr``-column strip of a packed B block starts (floats): in
+    panel ``index // q`` of ``q = pr / nr`` strips, at column ``(index % q) * nr``."""
+    q = p.panel // p.nr
+    if q == 1:
+        return offset(b, (index, p.nr * kc))
+    if isinstance(index, ir.Constant):
+        return i64(index.constant // q * p.panel * kc + index.constant % q * p.nr)
+    panel = b.udiv(index, i64(q))
+    return offset(b, (panel, p.panel * kc), (b.urem(index, i64(q)), p.nr))
+
+
 def _emit_gemv(
     b: ir.IRBuilder, p: GemmPlan, options: GemmOptions, ptrs: tuple[ir.Value, ir.Value, ir.Value]
 ) -> None:
@@ -357,7 +369,7 @@ def _gemv_step(
 
     def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
         if packed:
-            row = gep(b, b_src, offset(b, (rb.index, p.k * p.nr), (k, p.nr)))
+            row = gep(b, b_src, add_nuw(b, _strip(b, p, rb.index, p.k), offset(b, (k, p.panel))))
         else:
             row = gep(b, b_src, offset(b, (k, p.n), (rb.index, p.nr)))
         vecs = [load_vector(b, gep(b, row, v * p.vw), n, p.vw) for v, n in enumerate(lanes)]

@@ -6,15 +6,21 @@ Everything is decided at compile time from the static ``M, N, K`` and the target
 * packed A (scratch, per ``ic, pc`` block): ``[mc/mr][kc][mr]``, zero rows past ``M``; or,
   with ``a_rows`` (narrow tiles), ``[mc/mr][mr][kc]``: each panel row a contiguous copy;
 * packed B (scratch per ``jc, pc`` block, or the compile-time constant for all blocks):
-  ``[nc_pad/nr][kc][nr]``, zero columns past ``N``. The constant holds the blocks in ``jc``
-  then ``pc`` order; block ``(j, p)`` starts at ``j*K*nc + p*kc*nc_pad(j)`` floats, since
-  every block but the last of each dimension is full.
+  ``[nc_pad/pr][kc][pr]``, zero columns past ``N``, where the panel width ``pr`` is ``nr``
+  or, for a constant, a multiple of it (``shared_panel``). The constant holds the blocks in
+  ``jc`` then ``pc`` order; block ``(j, p)`` starts at ``j*K*nc + p*kc*nc_pad(j)`` floats,
+  since every block but the last of each dimension is full.
+
+An object carrying several cpu levels (``dispatch.py``) packs each constant B once for all
+levels whose register tiles fit one layout: a level reads its ``nr`` columns out of a wider
+``pr`` panel with a row stride of ``pr`` floats, so its micro-kernel is unchanged but for the
+stride, and the level with the widest tile reads its own layout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,6 +54,12 @@ class GemmPlan:
     # A panels row-major ``[mr][kc]``: with one B vector per row every A element feeds one FMA,
     # so packing A costs as much as the tile's work unless it is a contiguous (vector) copy.
     a_rows: bool = False
+    pr: int = 0  # floats per packed B panel row (0: nr); a multiple of nr
+
+    @property
+    def panel(self) -> int:
+        """The packed B panel's width (its row stride in floats)."""
+        return self.pr or self.nr
 
     def a_strides(self, kc: int) -> tuple[int, int]:
         """(row, k) strides in floats of a packed A panel whose K block holds ``kc``."""
@@ -63,8 +75,28 @@ class GemmPlan:
         return self.m == 1
 
 
-def plan_gemm(m: int, n: int, k: int, info: VectorInfo, kc: int = KC) -> GemmPlan:
-    """The plan for static ``m, n, k`` on a target with vector shape ``info``."""
+def plan_gemm(
+    m: int, n: int, k: int, info: VectorInfo, kc: int = KC, b_constant: bool = False
+) -> GemmPlan:
+    """The plan for static ``m, n, k`` on a target with vector shape ``info``; a constant B
+    (``b_constant``) is laid out in the panels it shares with ``info.peers``."""
+    plan = _own_plan(m, n, k, info, kc)
+    if not b_constant or not info.peers:
+        return plan
+    pr = shared_panel(plan, [_own_plan(m, n, k, peer, kc) for peer in info.peers])
+    if pr == plan.nr:
+        return plan
+    nc = round_up(n, pr) if plan.gemv else min(round_up(n, pr), round_up(NC_MAX, pr))
+    return replace(plan, pr=pr, nc=nc)
+
+
+def shared_panel(plan: GemmPlan, peers: list[GemmPlan]) -> int:
+    """The widest peer tile that is a whole number of ``plan``'s tiles: the panel width of
+    the packed constant B ``plan`` reads (peers picking the same width share its bytes)."""
+    return max([p.nr for p in peers if p.nr % plan.nr == 0], default=plan.nr)
+
+
+def _own_plan(m: int, n: int, k: int, info: VectorInfo, kc: int) -> GemmPlan:
     assert m > 0 and n > 0 and k > 0, (m, n, k)
     if m == 1:
         nv = 4  # four independent FMA chains hide the latency while B streams in
@@ -144,7 +176,7 @@ def pack_b(plan: GemmPlan, b: np.ndarray) -> bytes:
 
 def _pack_b_block(plan: GemmPlan, block: np.ndarray) -> np.ndarray:
     kcb, ncb = block.shape
-    padded = np.zeros((kcb, round_up(ncb, plan.nr)), np.float32)
+    padded = np.zeros((kcb, round_up(ncb, plan.panel)), np.float32)
     padded[:, :ncb] = block
-    panels = padded.reshape(kcb, -1, plan.nr).transpose(1, 0, 2)
+    panels = padded.reshape(kcb, -1, plan.panel).transpose(1, 0, 2)
     return np.ascontiguousarray(panels).reshape(-1)
