@@ -59,11 +59,15 @@ $(BENCH_VENV)/.bench-installed: bench/requirements.txt
 bench: install bench-env
 	$(BENCH_VENV)/bin/python bench/run.py --aotc $(AOTC) $(BENCH_ARGS)
 
-# Compile cost of big synthetic graphs (not a test): a 20,000-op chain, AddN and ConcatV2 of
-# 5,000 feeds, a doubling function library; fails past COMPILE_LIMIT seconds per case.
+# Compile cost (not a test): big synthetic graphs (a 20,000-op chain, AddN and ConcatV2 of
+# 5,000 feeds, a doubling function library; fails past COMPILE_LIMIT seconds per case), then
+# COMPILE_MODELS beside tfcompile (seconds, peak memory) into bench/COMPILE.md; the models are
+# built with the bench venv's TensorFlow (make bench-env) into build/bench-models.
 COMPILE_LIMIT ?= 120
+COMPILE_MODELS ?= bench_mobilenet_v2,bench_efficientnet_b0,bench_vgg16
 bench-compile: install
-	$(PY) -m tools.bench_compile --limit $(COMPILE_LIMIT) $(BENCH_ARGS)
+	$(PY) -m tools.bench_compile --limit $(COMPILE_LIMIT) --models $(COMPILE_MODELS) \
+		--tf-python $(BENCH_VENV)/bin/python --write bench/COMPILE.md $(BENCH_ARGS)
 
 clean:
 	rm -rf build

@@ -15,7 +15,7 @@ from aotc.codegen.irtypes import PTR, VOID
 from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import function_builder
-from aotc.codegen.target import create_target_machine
+from aotc.codegen.target import create_target_machine, parse_ir
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import Module, Opcode, parameter_number
 from aotc.hlo.text import parse_module
@@ -95,7 +95,7 @@ def fused_loop(module: Module) -> ir.Module:
 def run_fused(module: Module, inputs: list[np.ndarray]) -> np.ndarray:
     """JIT the single fused loop of ``module``'s root (no buffers, no entry points) and run it."""
     tm, _ = create_target_machine(TargetSpec())
-    compiled = llvm.parse_assembly(str(fused_loop(module)))
+    compiled = parse_ir(str(fused_loop(module)))
     compiled.verify()
     engine = llvm.create_mcjit_compiler(compiled, tm)
     engine.finalize_object()

@@ -6,8 +6,12 @@ kernels in order, every buffer's place): the driver's compile report is built fr
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+from llvmlite import ir
 
 from aotc.codegen.buffers import BufferAssignment
 from aotc.codegen.cpp_class import render_cpp_class
@@ -20,7 +24,8 @@ from aotc.codegen.target import (
     TargetSpec,
     create_target_machine,
     emit_object,
-    optimize,
+    optimize_parsed,
+    parse_ir,
     require_asm_parser,
 )
 from aotc.errors import CodegenError
@@ -128,8 +133,7 @@ def compile_module_assigned(
     llvm_module.triple = tm.triple
     llvm_module.data_layout = str(tm.target_data)
     say("LLVM optimization")
-    optimized = optimize(str(llvm_module), tm)
-    del llvm_module  # the Python IR (and its text) is no longer needed
+    optimized = optimize_parsed(_parse_and_free(llvm_module), tm)
     say("object code")
     object_bytes = emit_object(optimized, tm)
     built = Built(resolved, levels, object_sizes(object_bytes))
@@ -147,6 +151,20 @@ def compile_module_assigned(
         else "",
     )
     return model, assignment
+
+
+def _parse_and_free(llvm_module: ir.Module) -> llvm.ModuleRef:
+    """The LLVM module of ``llvm_module``'s text, the Python IR and the text freed first.
+
+    Big constants are held three times meanwhile: their bytes in the Python IR, the text and
+    LLVM's module; the IR goes before LLVM parses (``collect``: it is a graph of cycles,
+    every value pointing back at its parent), the text before LLVM optimizes.
+    """
+    text = [str(llvm_module)]
+    llvm_module.globals.clear()
+    del llvm_module
+    gc.collect()
+    return parse_ir(text.pop())
 
 
 def _silent(_: str) -> None:

@@ -216,12 +216,16 @@ def round_to_bf16(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
 
 
 class _Bytes(ir.Constant):  # type: ignore[misc]
-    """An ``i8`` array initializer printed in one pass and never cached: every byte ``\\hh``
-    (LLVM reads any byte of a ``c"..."`` string escaped that way).
+    """An ``i8`` array initializer printed in one pass and never cached: each byte the
+    character of its value, but NUL, ``"`` and ``\\`` escaped as ``\\hh``.
 
     llvmlite's own ``bytearray`` constant escapes byte by byte through a Python list (eight
     bytes of pointer per byte of data) and keeps the printed text alive with the module; for
     100 MB of weights that is most of the compile's time and memory before LLVM sees them.
+    Unescaped bytes keep the text about as long as the data (three characters a byte escaped,
+    which made a 550 MB model's IR text 1.7 GB); ``target.parse_ir`` hands LLVM the text as
+    latin-1, one byte per character, and LLVM's lexer reads any byte but those three inside a
+    string (NUL would end the C string it gets).
     """
 
     def __init__(self, typ: ir.ArrayType, data: bytes) -> None:
@@ -229,9 +233,8 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
         self.constant = data
 
     def get_reference(self) -> str:
-        if not self.constant:
-            return 'c""'
-        return 'c"\\' + self.constant.hex("\\") + '"'
+        data = self.constant.replace(b"\\", b"\\5C").replace(b'"', b"\\22")
+        return 'c"' + data.replace(b"\0", b"\\00").decode("latin-1") + '"'
 
     def _get_reference(self) -> str:
         return self.get_reference()

@@ -461,12 +461,35 @@ def _capture_stderr(fn: Callable[[], T]) -> tuple[T, str]:
 
 def optimize(module_ir: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     """Parse and verify LLVM IR, then run the -O3 pipeline with loop and SLP vectorization."""
+    return optimize_parsed(parse_ir(module_ir), tm)
+
+
+def parse_ir(module_ir: str) -> llvm.ModuleRef:
+    """LLVM IR text as a verified module.
+
+    The text is aotc's: ASCII but for the bytes of constants, which ``irtypes`` spells as the
+    characters of their values (latin-1) instead of three-character escapes. It goes to LLVM
+    as those bytes: ``llvm.parse_assembly`` would encode it as UTF-8 (two bytes for each
+    byte above 127), so its parser is called directly with the latin-1 encoding.
+    """
     _initialize()
+    context = llvm.get_global_context()
+    with llvm.ffi.OutputString() as error:
+        ref = llvm.ffi.lib.LLVMPY_ParseAssembly(context, module_ir.encode("latin-1"), error)
+        module = llvm.ModuleRef(ref, context)
+        if error:
+            module.close()
+            raise CodegenError(f"aotc generated invalid LLVM IR (a bug in aotc): {error}")
     try:
-        module = llvm.parse_assembly(module_ir)
         module.verify()
     except RuntimeError as e:
         raise CodegenError(f"aotc generated invalid LLVM IR (a bug in aotc): {e}") from e
+    return module
+
+
+def optimize_parsed(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> llvm.ModuleRef:
+    """``optimize`` on a module ``parse_ir`` made."""
+    _initialize()
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     options = llvm.create_pipeline_tuning_options(speed_level=3)

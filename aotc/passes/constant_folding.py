@@ -12,6 +12,7 @@ from aotc.hlo.evaluate import evaluate_computation
 from aotc.hlo.ir import CONTROL_FLOW, Computation, Instruction, Module, Opcode
 from aotc.hlo.opcodes import LEAVES
 from aotc.hlo.shape import Shape
+from aotc.passes.literals import all_equal
 from aotc.passes.rewrite import RewriteContext, constant_like, rewrite_module
 
 _CONSTANT_OPERANDS = frozenset({Opcode.CONSTANT, Opcode.IOTA})
@@ -45,7 +46,7 @@ class ConstantFolding:
             return None  # leave it to the compiled code to evaluate (or report)
         assert isinstance(value, np.ndarray)
         flat = value.reshape(-1)
-        if flat.size > 1 and flat.tobytes() == np.full_like(flat, flat[0]).tobytes():
+        if flat.size > 1 and all_equal(flat):
             scalar = constant_like(ctx.b, flat[0], inst)
             return ctx.b.broadcast(scalar, inst.array_shape.dims, ())
         sources = sum(_source(o).array_shape.size for o in inst.operands)

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from aotc.hlo.ir import Instruction, Module, Opcode
 from aotc.hlo.opcodes import COMMUTATIVE
+from aotc.passes.literals import raw_bytes
 from aotc.passes.rewrite import RewriteContext, rewrite_module
 
 #: Float max/min of +0.0 and -0.0 may return either zero, depending on operand order.
@@ -61,4 +62,4 @@ def structural_key(inst: Instruction) -> Key | None:
 def literal_digest(inst: Instruction) -> bytes | None:
     if inst.literal is None:
         return None
-    return hashlib.blake2b(inst.literal.tobytes(), digest_size=20).digest()
+    return hashlib.blake2b(raw_bytes(inst.literal), digest_size=20).digest()

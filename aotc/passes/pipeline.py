@@ -25,6 +25,7 @@ from aotc.hlo.ir import Computation, Module
 from aotc.hlo.shape import storage_form
 from aotc.hlo.text import print_module
 from aotc.hlo.verify import verify_module
+from aotc.passes.literals import raw_bytes
 
 #: Dump formats and their file extensions.
 DUMP_FORMATS: dict[str, str] = {"text": "txt", "dot": "dot", "html": "html"}
@@ -210,7 +211,7 @@ def fingerprint(module: Module) -> str:
     for comp in module.computations:
         for inst in comp.instructions:
             if inst.literal is not None:
-                digest.update(inst.literal.tobytes())
+                digest.update(raw_bytes(inst.literal))
     return print_module(module, print_large_constants=False) + digest.hexdigest()
 
 

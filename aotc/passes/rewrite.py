@@ -17,6 +17,7 @@ import numpy as np
 
 from aotc.hlo.builder import ComputationBuilder, NameUniquer
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode
+from aotc.passes.literals import all_equal
 
 
 def module_names(module: Module) -> NameUniquer:
@@ -117,10 +118,9 @@ def splat_value(inst: Instruction) -> np.ndarray | None:
         inst = inst.operands[0]
     if inst.opcode is not Opcode.CONSTANT or inst.literal is None or inst.literal.size == 0:
         return None
-    flat = inst.literal.reshape(-1)
-    if flat.size > 1 and flat.tobytes() != np.full_like(flat, flat[0]).tobytes():
+    if not all_equal(inst.literal):
         return None
-    return flat[0]
+    return inst.literal.reshape(-1)[0]
 
 
 # ---- the rule engine ---------------------------------------------------------------------------
