@@ -161,6 +161,54 @@ def test_jax_loops_have_known_trip_counts(name: str) -> None:
     assert trip_count(loop) == {"jax_fori_loop": 7, "jax_scan_rnn": 6}[name]
 
 
+# tf.range's loop: the limit and the step are carried through the body unchanged
+CARRIED_LIMIT = """
+HloModule carried_limit
+cond {
+  c = (s32[], s32[], s32[], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  n = s32[] get-tuple-element(c), index=1
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  b = (s32[], s32[], s32[], f32[3]) parameter(0)
+  bi = s32[] get-tuple-element(b), index=0
+  bn = s32[] get-tuple-element(b), index=1
+  bd = s32[] get-tuple-element(b), index=2
+  next = s32[] add(bd, bi)
+  bx = f32[3] get-tuple-element(b), index=3
+  y = f32[3] add(bx, bx)
+  ROOT out = (s32[], s32[], s32[], f32[3]) tuple(next, bn, bd, y)
+}
+ENTRY main {
+  x = f32[3] parameter(0)
+  start = s32[] constant(1)
+  limit = s32[] constant(%(limit)s)
+  delta = s32[] constant(2)
+  init = (s32[], s32[], s32[], f32[3]) tuple(start, limit, delta, x)
+  loop = (s32[], s32[], s32[], f32[3]) while(init), condition=cond, body=body
+  r = f32[3] get-tuple-element(loop), index=3
+  ROOT t = (f32[3]) tuple(r)
+}
+"""
+
+
+def test_a_limit_and_step_carried_unchanged_give_the_trip_count() -> None:
+    module = parse_module(CARRIED_LIMIT % {"limit": 8})
+    loop = next(i for i in module.entry.instructions if i.opcode is Opcode.WHILE)
+    assert trip_count(loop) == 4  # i = 1, 3, 5, 7
+    after = assert_same_results(WhileLoopSimplifier(), CARRIED_LIMIT % {"limit": 8})
+    assert any(i.attrs == WhileAttrs(4) for i in after.entry.instructions)
+
+
+def test_a_carried_limit_the_body_changes_gives_no_trip_count() -> None:
+    text = (CARRIED_LIMIT % {"limit": 8}).replace(
+        "tuple(next, bn, bd, y)", "tuple(next, bd, bd, y)"
+    )
+    loop = next(i for i in parse_module(text).entry.instructions if i.opcode is Opcode.WHILE)
+    assert trip_count(loop) is None
+
+
 def test_data_dependent_loop_has_no_trip_count() -> None:
     module = load_hlo(HLO / "jax_while_loop.hlo").module
     loop = next(i for i in module.entry.instructions if i.opcode is Opcode.WHILE)

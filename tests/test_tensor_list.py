@@ -10,11 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures import CONTROL_FLOW_DATA
 
 from aotc.errors import AotcError, ShapeError, UnsupportedError
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import Module
+from aotc.proto import aotc_tf_pb2 as pb
 
 I32 = "attr { key: 'dtype' value { type: DT_INT32 } }"
 ELEMENT = "attr { key: 'element_dtype' value { type: DT_FLOAT } }"
@@ -115,3 +117,25 @@ def test_a_write_that_would_grow_the_list_is_refused(tmp_path: Path) -> None:
 def test_an_element_of_another_shape_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(AotcError, match=r"node 's' \(TensorListStack\).*\[2\] does not match"):
         _load(tmp_path, _list_graph([3], "four", [2]), X, "s")
+
+
+def _without_max_num_elements(tmp_path: Path, name: str) -> Path:
+    """Fixture ``name`` with its EmptyTensorList's max_num_elements set to -1 (no bound)."""
+    graph = pb.GraphDef.FromString((CONTROL_FLOW_DATA / f"{name}.pb").read_bytes())
+    (bound,) = [n for n in graph.node if n.name == "EmptyTensorList/max_num_elements"]
+    bound.attr["value"].tensor.int_val[:] = [-1]
+    (tmp_path / f"{name}.pb").write_bytes(graph.SerializeToString())
+    (tmp_path / f"{name}.yaml").write_text((CONTROL_FLOW_DATA / f"{name}.yaml").read_text())
+    return tmp_path / f"{name}.pb"
+
+
+@pytest.mark.parametrize("form", ["functional", "lowered"])
+def test_a_list_pushed_in_a_loop_nothing_bounds_is_an_error_naming_it(
+    tmp_path: Path, form: str
+) -> None:
+    # list_push_loop pushes while a norm is large: without max_num_elements nothing bounds it
+    graph = _without_max_num_elements(tmp_path, f"list_push_loop_{form}")
+    with pytest.raises(
+        UnsupportedError, match=r"TensorList \('EmptyTensorList'\).*max_num_elements"
+    ):
+        load_source(graph, graph.with_suffix(".yaml"))

@@ -68,6 +68,8 @@ OUTPUT_ARGS: dict[str, tuple[str, ...]] = {
     "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
     "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
     "QuantizeV2": ("output", "output_min", "output_max"),
+    "TensorListPopBack": ("output_handle", "tensor"),
+    "TensorArrayV3": ("handle", "flow"),
 }  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from aotc.errors import AotcError, GraphError, ShapeError, UnsupportedError
 from aotc.frontend.effects import check_effects, dropped_note
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.inline import function_graph
+from aotc.frontend.list_lengths import ListLengths, RuntimeLength, as_runtime
 from aotc.frontend.node import Node
 from aotc.frontend.ops.registry import lookup
 from aotc.frontend.signature import Signature
@@ -47,6 +48,7 @@ class TranslationContext:
         builder: ComputationBuilder,
         graph: Graph | None = None,
         unshaped: dict[int, Instruction] | None = None,
+        lists: ListLengths | None = None,
     ):
         self.module = module
         self.builder = builder
@@ -57,6 +59,7 @@ class TranslationContext:
         # TensorLists made without a known element shape (a placeholder buffer [length]),
         # by id; shared with the contexts of the functions this one translates.
         self._unshaped = {} if unshaped is None else unshaped
+        self.lists = ListLengths() if lists is None else lists  # lists of run-time length
 
     def function(
         self,
@@ -64,12 +67,16 @@ class TranslationContext:
         shapes: Sequence[AnyShape],
         results: bool,
         unshaped: Sequence[int] = (),
+        runtime: Sequence[int] = (),
     ) -> Steps:
         """Steps that translate library function ``func`` into a computation of one tuple
         parameter (its arguments, of ``shapes``); the root is a tuple of the function's
         results, or with ``results=False`` its single result (a loop condition's pred).
-        The arguments numbered in ``unshaped`` are TensorLists of unknown element shape."""
-        return _function_steps(self, func, list(shapes), results, tuple(unshaped))
+        The arguments numbered in ``unshaped`` are TensorLists of unknown element shape; those
+        in ``runtime`` are lists of run-time length (aotc/frontend/list_lengths.py), whose
+        lengths follow the arguments in ``shapes`` (and the results), in that order."""
+        lists = (tuple(unshaped), tuple(runtime))
+        return _function_steps(self, func, list(shapes), results, lists)
 
     def mark_unshaped(self, tensor_list: Instruction) -> Instruction:
         """Record that ``tensor_list`` stands for a list whose element shape is unknown."""
@@ -279,27 +286,33 @@ def _function_steps(
     func: pb.NameAttrList,
     shapes: list[AnyShape],
     results: bool,
-    unshaped: tuple[int, ...],
+    lists: tuple[tuple[int, ...], tuple[int, ...]],
 ) -> Steps:
     # One computation per function and signature: branches that share a function nested n
     # deep are translated n times, not 2^n.
     serialized = func.SerializeToString(deterministic=True)
-    key = ("function", serialized, tuple(shapes), results, unshaped)
+    key = ("function", serialized, tuple(shapes), results, lists)
     done = caller.module.cached(key)
     if done is not None:
         return done
     assert caller.graph is not None, "translating a function needs the graph of its library"
     proto, args = function_graph(caller.graph.functions, func)
     graph = Graph(proto, f"function '{func.name}'", caller.graph.functions)
-    if len(args) != len(shapes):
-        raise GraphError(f"function '{func.name}' takes {len(args)} argument(s), got {len(shapes)}")
+    unshaped, runtime = lists
+    if len(args) + len(runtime) != len(shapes):
+        count = len(shapes) - len(runtime)
+        raise GraphError(f"function '{func.name}' takes {len(args)} argument(s), got {count}")
     builder = caller.module.computation(func.name)
-    ctx = TranslationContext(caller.module, builder, graph, caller._unshaped)
+    ctx = TranslationContext(caller.module, builder, graph, caller._unshaped, caller.lists)
     ctx.notes = caller.notes
     param = ctx.builder.parameter(0, TupleShape(tuple(shapes)), "args")
-    elements = [ctx.builder.get_tuple_element(param, i) for i in range(len(args))]
+    elements = [ctx.builder.get_tuple_element(param, i) for i in range(len(shapes))]
     for i in unshaped:
         ctx.mark_unshaped(elements[i])
+    lengths = elements[len(args) :]
+    for i, length in zip(runtime, lengths, strict=True):
+        ctx.lists.set_runtime(elements[i], RuntimeLength(length, length, 0))
+    elements = elements[: len(args)]
     values = {TensorRef(a): e for a, e in zip(args, elements, strict=True)}
     fetches = [TensorRef(func.name, i) for i in range(len(graph.node(func.name).inputs))]
     nodes = [n for n in graph.prune(fetches, values) if n.name not in set(args)]
@@ -314,8 +327,16 @@ def _function_steps(
     outputs = [_value_of(values, graph, ref, "result") for ref in fetches]
     if not results and len(outputs) != 1:
         raise GraphError(f"function '{func.name}' returns {len(outputs)} values, expected one")
+    steps = []
+    if results:
+        steps = [ctx.lists.step(outputs[i], b) for i, b in zip(runtime, lengths, strict=True)]
+        for i in runtime:
+            outputs[i], length = as_runtime(ctx.builder, ctx.lists, outputs[i], shapes[i])
+            outputs.append(length)
     root = ctx.builder.tuple(outputs) if results else outputs[0]
-    return caller.module.add(ctx.builder.build(root), key)
+    comp = caller.module.add(ctx.builder.build(root), key)
+    ctx.lists.set_steps(comp, steps)
+    return comp
 
 
 def _check_arity(translator: Callable[..., object], node: Node, count: int) -> None:

@@ -3,12 +3,15 @@
 The pattern is the one JAX's ``fori_loop`` and ``scan`` (and TensorFlow's loop counters) emit,
 and XLA's ``while_loop_analysis`` matches: a carry element ``i`` that starts as a constant, that
 the body steps by a constant (``i + c`` or ``i - c``), and that the condition compares with a
-constant (``i < n``, ``n > i``, ...). The trip count follows in closed form, and only when no
+constant (``i < n``, ``n > i``, ...). A constant may also be a carry element the body passes
+through unchanged and that starts as a constant (TensorFlow carries the limit and step of
+``tf.range``). The trip count follows in closed form, and only when no
 value the counter takes on the way overflows its type (wrapping counters are not matched).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,58 +69,86 @@ def tuple_index_of(inst: Instruction, tuple_value: Instruction) -> int | None:
 def induction_variable(loop: Instruction) -> InductionVariable | None:
     """The loop's counter, if its condition, body and initial value have the pattern."""
     condition, body = loop.called
-    compared = _compared_counter(condition)
-    if compared is None:
+    init = loop.operands[0]
+    return loop_counter(init.operands if init.opcode is Opcode.TUPLE else None, condition, body)
+
+
+def loop_counter(
+    init: Sequence[Instruction] | None, condition: Computation, body: Computation
+) -> InductionVariable | None:
+    """The counter of a loop not built yet: ``init`` is its carry's initial elements (None
+    when they are not known one by one)."""
+    constants = _Constants(init, body)
+    compared = _compared_counter(condition, constants)
+    if compared is None or init is None:
         return None
     index, direction, bound = compared
-    step = counter_step(body, index)
-    init = _initial(loop, index)
-    if step is None or init is None:
+    step = counter_step(body, index, constants)
+    start = scalar_constant(init[index])
+    if step is None or start is None:
         return None
     shape = condition.parameters[0].shape
     counter = shape.elements[index]  # type: ignore[union-attr]
     assert isinstance(counter, Shape)
     info = np.iinfo(counter.dtype.numpy)
-    return InductionVariable(index, init, step, direction, bound, int(info.min), int(info.max))
+    return InductionVariable(index, start, step, direction, bound, int(info.min), int(info.max))
 
 
-def _compared_counter(condition: Computation) -> tuple[int, ComparisonDirection, int] | None:
+class _Constants:
+    """Integer scalar constants as a loop's condition or body sees them: constant
+    instructions, and reads of carry elements the body passes through that start as one."""
+
+    def __init__(self, init: Sequence[Instruction] | None, body: Computation) -> None:
+        self._values: dict[int, int] = {}
+        root, param = body.root, body.parameters[0]
+        if init is None or root.opcode is not Opcode.TUPLE:
+            return
+        for k, (start, result) in enumerate(zip(init, root.operands, strict=False)):
+            value = scalar_constant(start)
+            if value is not None and tuple_index_of(result, param) == k:
+                self._values[k] = value
+
+    def value(self, inst: Instruction, param: Instruction) -> int | None:
+        value = scalar_constant(inst)
+        if value is not None:
+            return value
+        index = tuple_index_of(inst, param)
+        return None if index is None else self._values.get(index)
+
+
+def _compared_counter(
+    condition: Computation, constants: _Constants
+) -> tuple[int, ComparisonDirection, int] | None:
     """(k, direction, n) when the condition's root is ``gte(param, k) <direction> n``."""
     root, param = condition.root, condition.parameters[0]
     if root.opcode is not Opcode.COMPARE:
         return None
     direction = root.attrs_as(CompareAttrs).direction
     lhs, rhs = root.operands
-    if scalar_constant(lhs) is not None:  # n > i is i < n
+    if constants.value(lhs, param) is not None:  # n > i is i < n
         lhs, rhs, direction = rhs, lhs, _SWAPPED[direction]
-    index, bound = tuple_index_of(lhs, param), scalar_constant(rhs)
+    index, bound = tuple_index_of(lhs, param), constants.value(rhs, param)
     if index is None or bound is None:
         return None
     return index, direction, bound
 
 
-def counter_step(body: Computation, index: int) -> int | None:
+def counter_step(body: Computation, index: int, constants: _Constants | None = None) -> int | None:
     """c when the body's root tuple holds ``gte(param, index) + c`` (or ``- c``) at index."""
     root, param = body.root, body.parameters[0]
     if root.opcode is not Opcode.TUPLE:
         return None
+    known = constants if constants is not None else _Constants(None, body)
     update = root.operands[index]
     if update.opcode not in (Opcode.ADD, Opcode.SUBTRACT):
         return None
     counter, constant = update.operands
-    if update.opcode is Opcode.ADD and scalar_constant(counter) is not None:
+    if update.opcode is Opcode.ADD and known.value(counter, param) is not None:
         counter, constant = constant, counter
-    step = scalar_constant(constant)
+    step = known.value(constant, param)
     if step is None or tuple_index_of(counter, param) != index:
         return None
     return step if update.opcode is Opcode.ADD else -step
-
-
-def _initial(loop: Instruction, index: int) -> int | None:
-    init = loop.operands[0]
-    if init.opcode is not Opcode.TUPLE:
-        return None
-    return scalar_constant(init.operands[index])
 
 
 def trip_count(loop: Instruction) -> int | None:

@@ -311,6 +311,72 @@ def tensor_array_v1() -> Fixture:
     return fx
 
 
+# ---- TensorLists that grow or shrink in a tf.while_loop -----------------------------------------
+
+
+def push_until_small(x):
+    """Pushes v while its norm is above 0.05 (a fed trip count): max_num_elements bounds it."""
+    from tensorflow.python.ops import list_ops
+
+    empty = list_ops.empty_tensor_list(element_shape=[4], element_dtype=F32, max_num_elements=12)
+
+    def step(v, grown):
+        return v * 0.5 + tf.sin(v) * 0.1, list_ops.tensor_list_push_back(grown, v)
+
+    _, grown = tf.while_loop(lambda v, _: tf.norm(v) > 0.05, step, [x, empty])
+    n = list_ops.tensor_list_length(grown)
+    rest, last = list_ops.tensor_list_pop_back(grown, element_dtype=F32)
+    first = list_ops.tensor_list_get_item(rest, 0, F32)
+    return last, first * 2.0, n
+
+
+def list_push_loop(form: str) -> Fixture:
+    f = tf.function(push_until_small, input_signature=[spec([4], name="x")])
+    x = np.array([3.0, -4.0, 1.5, 0.25], np.float32)
+    ops = {"EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListLength"}
+    ops |= LOWERED if form == "lowered" else {"StatelessWhile"}
+    doc = f"TensorListPushBack in a tf.while_loop of a fed trip count, max_num_elements 12 ({form})"
+    return fixture(f"list_push_loop_{form}", f, [x], ops, form, doc)
+
+
+def push_pop_counted(x):
+    """Counted loops: push two pop one into a list of unknown size and element shape; pop
+    three off a list made from x; read x back from a TensorArray grown by tf.range writes."""
+    from tensorflow.python.ops import list_ops
+
+    empty = list_ops.empty_tensor_list(element_shape=None, element_dtype=F32, max_num_elements=-1)
+    rows = list_ops.tensor_list_from_tensor(x, element_shape=[3])
+
+    def step(i, grown, rows, total):
+        v = tf.cast(i, F32) * x[0] + 1.0
+        grown = list_ops.tensor_list_push_back(grown, v)
+        grown = list_ops.tensor_list_push_back(grown, tf.tanh(v))
+        grown, popped = list_ops.tensor_list_pop_back(grown, element_dtype=F32)
+        rows, row = list_ops.tensor_list_pop_back(rows, element_dtype=F32)
+        return i + 1, grown, rows, total + tf.reshape(popped, [3]) * row
+
+    _, grown, rows, total = tf.while_loop(
+        lambda i, *_: i < 3, step, [0, empty, rows, tf.zeros([3])]
+    )
+    ta = tf.TensorArray(F32, size=0, dynamic_size=True)
+    for i in tf.range(4):
+        ta = ta.write(i, tf.exp(-tf.gather(x, i)) * tf.cast(i, F32))
+    stacked = list_ops.tensor_list_stack(grown, F32)
+    left = list_ops.tensor_list_stack(rows, F32, element_shape=[3])
+    return stacked, left, total, ta.stack()
+
+
+def list_push_pop_counted(form: str) -> Fixture:
+    f = tf.function(push_pop_counted, input_signature=[spec([5, 3], name="x")])
+    ops = {"EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListSetItem"}
+    ops |= LOWERED if form == "lowered" else {"StatelessWhile"}
+    doc = (
+        "TensorList push/pop and a dynamic_size TensorArray in loops of constant trip counts, "
+        f"no size given: the lengths follow from the trip counts ({form})"
+    )
+    return fixture(f"list_push_pop_counted_{form}", f, [normal(rng(709), [5, 3])], ops, form, doc)
+
+
 # ---- tf.compat.v1.nn.dynamic_rnn ---------------------------------------------------------------
 
 
@@ -473,6 +539,8 @@ def fixtures() -> list[Fixture]:
         tensor_array_loop("tensor_array_loop_unknown", None),
     ]
     out += [tensor_list_ops(), tensor_array_v1()]
+    for form in ("lowered", "functional"):
+        out += [list_push_loop(form), list_push_pop_counted(form)]
     for form in ("lowered", "functional"):
         out += [while_norm(form), while_nested(form)]
     out += [cond_v2(), cond_v1(), switch_case("lowered"), switch_case("unfrozen")]

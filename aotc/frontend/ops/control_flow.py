@@ -8,35 +8,77 @@ translate each function and are sent its computation, so nesting costs no recurs
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
-from aotc.errors import GraphError, ShapeError
+from aotc.errors import GraphError, ShapeError, UnsupportedError
 from aotc.frontend.node import Node
+from aotc.frontend.ops.growing_lists import LoopBodies, check_carry, list_carries, runtime_loop
 from aotc.frontend.ops.registry import translates
+from aotc.frontend.ops.tensor_list import ListGrows
 from aotc.frontend.translate import Steps, TranslationContext
 from aotc.hlo.attrs import ComparisonDirection
 from aotc.hlo.ir import Computation, Instruction
-from aotc.hlo.shape import PrimitiveType, Shape, TupleShape
+from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 from aotc.proto import aotc_tf_pb2 as pb
 
 
-@translates("While", "StatelessWhile", note="loop-invariant shapes")
+@translates(
+    "While", "StatelessWhile", note="loop-invariant shapes; TensorLists may grow to a static bound"
+)
 def while_loop(ctx: TranslationContext, node: Node, *inputs: Instruction) -> Steps:
-    carry = yield _shaped_lists(ctx, node, list(inputs))
-    assert isinstance(carry, list)
-    unshaped = [i for i, c in enumerate(carry) if ctx.is_unshaped(c)]
+    carry, lists = list(inputs), list_carries(node, len(inputs))
+    translate = functools.partial(_bodies, ctx, node)
+    if any(ctx.lists.runtime(carry[i]) is not None for i in lists):
+        return (yield runtime_loop(ctx, node, carry, lists, translate))
+    try:
+        shaped = yield _shaped_lists(ctx, node, carry)
+        assert isinstance(shaped, list)
+        carry = shaped
+        unshaped = [i for i, c in enumerate(carry) if ctx.is_unshaped(c)]
+        loop = yield translate(carry, unshaped, [])
+    except ListGrows:  # a write that resizes a list: it grows
+        return (yield runtime_loop(ctx, node, list(inputs), lists, translate))
+    assert isinstance(loop, LoopBodies)
     shapes = [c.shape for c in carry]
-    cond = yield ctx.function(_func(node, "cond"), shapes, results=False, unshaped=unshaped)
-    body = yield ctx.function(_func(node, "body"), shapes, results=True, unshaped=unshaped)
-    assert isinstance(cond, Computation) and isinstance(body, Computation)
-    if cond.root.shape != Shape(PrimitiveType.PRED):
-        raise ShapeError(f"the condition '{cond.name}' returns {cond.root.shape}, not a pred[]")
-    _check_carry(node, shapes, body)
-    loop = ctx.builder.while_loop(ctx.builder.tuple(carry), cond, body)
-    outputs = _elements(ctx, loop, len(carry))
+    if any(_length_changes(shapes[i], loop.body, i) for i in lists):
+        return (yield runtime_loop(ctx, node, carry, lists, translate))
+    check_carry(shapes, loop.body)
+    outputs = _elements(ctx, ctx.builder.while_loop(ctx.builder.tuple(carry), *loop.computations))
     for i in unshaped:  # never written in the loop: still of unknown element shape
         ctx.mark_unshaped(outputs[i])
     return outputs
+
+
+def _bodies(
+    ctx: TranslationContext,
+    node: Node,
+    carry: list[Instruction],
+    unshaped: list[int],
+    runtime: list[int],
+) -> Steps:
+    """The loop's condition and body for ``carry`` (``growing_lists.Translate``)."""
+    shapes = [c.shape for c in carry]
+    lists = {"unshaped": unshaped, "runtime": runtime}
+    cond = yield ctx.function(_func(node, "cond"), shapes, results=False, **lists)
+    body = yield ctx.function(_func(node, "body"), shapes, results=True, **lists)
+    assert isinstance(cond, Computation) and isinstance(body, Computation)
+    if cond.root.shape != Shape(PrimitiveType.PRED):
+        raise ShapeError(f"the condition '{cond.name}' returns {cond.root.shape}, not a pred[]")
+    _check_carry_count(shapes, body)
+    return LoopBodies(cond, body, ctx.lists.steps(body) if runtime else [])
+
+
+def _length_changes(before: AnyShape, body: Computation, index: int) -> bool:
+    """Whether the body returns list ``index`` with another number of elements."""
+    after = _results_shape(body.root).elements[index]
+    if not isinstance(before, Shape) or not isinstance(after, Shape):
+        return False
+    return (
+        after.dims[:1] != before.dims[:1]
+        and after.dims[1:] == before.dims[1:]
+        or (before.dims == (0,) and after.rank > 1)
+    )
 
 
 def _shaped_lists(ctx: TranslationContext, node: Node, carry: list[Instruction]) -> Steps:
@@ -70,17 +112,6 @@ def _check_carry_count(shapes: list, body: Computation) -> None:
         raise ShapeError(f"the body returns {count} values for a carry of {len(shapes)}")
 
 
-def _check_carry(node: Node, shapes: list, body: Computation) -> None:
-    _check_carry_count(shapes, body)
-    after = _results_shape(body.root)
-    for i, (before, now) in enumerate(zip(shapes, after.elements, strict=True)):
-        if before != now:
-            raise ShapeError(
-                f"loop variable {i} changes shape from {before} to {now} in one iteration; "
-                "aotc compiles loops whose variables keep their shapes"
-            )
-
-
 @translates("If", "StatelessIf")
 def if_op(ctx: TranslationContext, node: Node, cond: Instruction, *args: Instruction) -> Steps:
     branches = [_func(node, "then_branch"), _func(node, "else_branch")]
@@ -106,6 +137,12 @@ def _conditional(
 ) -> Steps:
     """XLA's conditional: a pred runs branch 0 or 1, an s32 index its branch (out of range:
     the last, as TF's Case). Every branch gets the same tuple of ``args``."""
+    held = [k for k, a in enumerate(args) if ctx.lists.runtime(a) is not None]
+    if held:
+        raise UnsupportedError(
+            f"argument {held[0]} is a TensorList of run-time length (pushed to or popped from "
+            "in a loop); aotc carries such lists through loops, not into branches"
+        )
     operand = ctx.builder.tuple(args)
     shapes = [a.shape for a in args]
     branches: list[Computation] = []
@@ -138,5 +175,6 @@ def _results_shape(inst: Instruction) -> TupleShape:
     return inst.shape
 
 
-def _elements(ctx: TranslationContext, value: Instruction, count: int) -> list[Instruction]:
+def _elements(ctx: TranslationContext, value: Instruction, count: int = -1) -> list[Instruction]:
+    count = len(_results_shape(value).elements) if count < 0 else count
     return [ctx.builder.get_tuple_element(value, i) for i in range(count)]

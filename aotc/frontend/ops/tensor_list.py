@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from aotc.errors import ShapeError, UnsupportedError
+from aotc.frontend.list_lengths import RuntimeLength
 from aotc.frontend.node import Node
 from aotc.frontend.ops.array import constant_ints
 from aotc.frontend.ops.gather import gather_axis_attrs
@@ -26,6 +27,11 @@ from aotc.hlo.ir import Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
 
 ElementDims = tuple[int, ...] | None  # None: rank unknown; -1: a dim unknown
+
+
+class ListGrows(UnsupportedError):
+    """A list of static length grows at run time: a loop carrying it makes it a list of
+    run-time length (aotc/frontend/list_lengths.py) and translates its body again."""
 
 
 # ---- making lists ------------------------------------------------------------------------------
@@ -40,13 +46,15 @@ def reserve(
     return _new_list(ctx, dtype, length, _element_dims(ctx, element_shape))
 
 
-@translates("EmptyTensorList", note="grown by TensorListPushBack outside loops")
+@translates("EmptyTensorList", note="grown by TensorListPushBack; in loops up to max_num_elements")
 def empty_list(
     ctx: TranslationContext, node: Node, element_shape: Instruction, max_elements: Instruction
 ) -> Instruction:
     dims = _element_dims(ctx, element_shape)
     known = () if dims is None or -1 in dims else dims
-    return _zeros(ctx, node.dtype_attr("element_dtype"), (0, *known))
+    empty = _zeros(ctx, node.dtype_attr("element_dtype"), (0, *known))
+    most = constant_ints(ctx, max_elements, "max_num_elements input")
+    return ctx.lists.set_capacity(empty, most[0] if len(most) == 1 and most[0] >= 0 else None)
 
 
 @translates("TensorListFromTensor")
@@ -81,12 +89,20 @@ def set_item(
     index: Instruction,
     item: Instruction,
 ) -> Instruction:
-    if node.bool_attr("resize_if_index_out_of_bounds", False):
-        raise UnsupportedError(
+    held = ctx.lists.runtime(tensor_list)
+    resize = node.bool_attr("resize_if_index_out_of_bounds", False)
+    if resize and held is None:
+        raise ListGrows(
             "resize_if_index_out_of_bounds grows the list at run time; aotc needs its length "
             "bounded statically (give the TensorArray a fixed size)"
         )
-    return _write_row(ctx, _for_item(ctx, tensor_list, item), index, item)
+    written = _write_row(ctx, _for_item(ctx, tensor_list, item), index, item)
+    if held is None:
+        return ctx.lists.inherit(written, tensor_list)
+    if resize:  # TF grows the list to index + 1 elements
+        end = ctx.builder.binary(Opcode.ADD, _index(ctx, index), ctx.scalar(1, PrimitiveType.S32))
+        held = held.written(index, ctx.builder.binary(Opcode.MAXIMUM, held.length, end))
+    return ctx.lists.set_runtime(written, held)
 
 
 @translates("TensorListStack", note="the whole list")
@@ -96,6 +112,11 @@ def stack(
     tensor_list = _shaped(ctx, tensor_list, _element_dims(ctx, element_shape))
     count = node.int_attr("num_elements", -1)
     length = tensor_list.array_shape.dims[0]
+    if ctx.lists.runtime(tensor_list) is not None:
+        raise ShapeError(
+            f"the list's length is known only at run time (at most {length} elements) and "
+            "aotc needs static shapes: stack it after a loop of a constant trip count"
+        )
     if count not in (-1, length):
         raise ShapeError(f"num_elements is {count}, but the list holds {length}")
     return tensor_list
@@ -103,6 +124,9 @@ def stack(
 
 @translates("TensorListLength")
 def length(ctx: TranslationContext, node: Node, tensor_list: Instruction) -> Instruction:
+    held = ctx.lists.runtime(tensor_list)
+    if held is not None:
+        return held.length
     return ctx.scalar(tensor_list.array_shape.dims[0], PrimitiveType.S32)
 
 
@@ -113,28 +137,43 @@ def element_shape(ctx: TranslationContext, node: Node, tensor_list: Instruction)
     return ctx.builder.constant(np.array(dims, dtype))
 
 
-@translates("TensorListPushBack", note="outside loops: the length stays static")
+@translates("TensorListPushBack", note="in loops: max_num_elements or a constant trip count")
 def push_back(
     ctx: TranslationContext, node: Node, tensor_list: Instruction, item: Instruction
 ) -> Instruction:
+    held = ctx.lists.runtime(tensor_list)
+    if held is not None:
+        written = _write_row(ctx, _for_item(ctx, tensor_list, item), held.length, item)
+        return ctx.lists.set_runtime(written, _moved(ctx, held, 1))
     row = ctx.builder.reshape(item, (1, *item.array_shape.dims))
     if tensor_list.array_shape.dims[0] == 0:  # an empty list takes the first item's shape
-        return row
+        return ctx.lists.inherit(row, tensor_list)
     _check_element(tensor_list, item.array_shape.dims)
-    return ctx.builder.concatenate([tensor_list, row], 0)
+    return ctx.lists.inherit(ctx.builder.concatenate([tensor_list, row], 0), tensor_list)
 
 
-@translates("TensorListPopBack", note="outside loops: the length stays static")
+@translates("TensorListPopBack", note="in loops: max_num_elements or a constant trip count")
 def pop_back(
     ctx: TranslationContext, node: Node, tensor_list: Instruction, element_shape: Instruction
 ) -> list[Instruction]:
     tensor_list = _shaped(ctx, tensor_list, _element_dims(ctx, element_shape))
+    held = ctx.lists.runtime(tensor_list)
+    if held is not None:
+        moved = _moved(ctx, held, -1)
+        rest = ctx.builder.reshape(tensor_list, tensor_list.array_shape.dims)  # a new value
+        return [ctx.lists.set_runtime(rest, moved), _row(ctx, tensor_list, moved.length)]
     dims = tensor_list.array_shape.dims
     if dims[0] == 0:
         raise ShapeError("TensorListPopBack on an empty list")
     last = ctx.builder.slice(tensor_list, [dims[0] - 1, *[0] * (len(dims) - 1)], dims)
     rest = ctx.builder.slice(tensor_list, [0] * len(dims), [dims[0] - 1, *dims[1:]])
-    return [rest, ctx.builder.reshape(last, dims[1:])]
+    return [ctx.lists.inherit(rest, tensor_list), ctx.builder.reshape(last, dims[1:])]
+
+
+def _moved(ctx: TranslationContext, held: RuntimeLength, step: int) -> RuntimeLength:
+    """``held`` after a push (``step`` 1) or a pop (-1)."""
+    length = ctx.builder.binary(Opcode.ADD, held.length, ctx.scalar(step, PrimitiveType.S32))
+    return held.moved(length, step)
 
 
 # ---- TF1 TensorArrayV3: the flow is the buffer ----------------------------------------------
