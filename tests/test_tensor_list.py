@@ -139,3 +139,22 @@ def test_a_list_pushed_in_a_loop_nothing_bounds_is_an_error_naming_it(
         UnsupportedError, match=r"TensorList \('EmptyTensorList'\).*max_num_elements"
     ):
         load_source(graph, graph.with_suffix(".yaml"))
+
+
+def test_a_list_scattered_at_runtime_indices_needs_a_length(tmp_path: Path) -> None:
+    # TensorListScatter's length is one past the largest index: unknown for fed indices
+    text = "\n".join(
+        [
+            _feed("m", "DT_FLOAT", [2, 3]),
+            _feed("ix", "DT_INT32", [2]),
+            _const("shape", [3]),
+            "node { name: 'l' op: 'TensorListScatter' input: 'm' input: 'ix' input: 'shape' "
+            f"{ELEMENT} {SHAPE_TYPE} }}",
+            f"node {{ name: 's' op: 'TensorListStack' input: 'l' input: 'shape' {ELEMENT} }}",
+        ]
+    )
+    feeds = (
+        "  - {name: m, shape: [2, 3], dtype: float32}\n  - {name: ix, shape: [2], dtype: int32}\n"
+    )
+    with pytest.raises(ShapeError, match=r"node 'l' \(TensorListScatter\).*compile-time constant"):
+        _load(tmp_path, text, feeds, "s")

@@ -311,6 +311,47 @@ def tensor_array_v1() -> Fixture:
     return fx
 
 
+def scatter_at_runtime(x):
+    """TensorArray.scatter at indices computed from x (a permutation), TensorList scatter and
+    gather at runtime indices."""
+    from tensorflow.python.ops import list_ops
+
+    perm = tf.argsort(x[:, 0])
+    ta = tf.TensorArray(F32, size=5, element_shape=[3]).scatter(perm, x * 2.0)
+    made = tf.raw_ops.TensorListScatterV2(
+        tensor=tf.tanh(x), indices=perm + 1, element_shape=[3], num_elements=6
+    )
+    picked = list_ops.tensor_list_gather(made, tf.reverse(perm, [0]), F32, element_shape=[3])
+    return ta.stack(), list_ops.tensor_list_stack(made, F32), picked
+
+
+def tensor_list_scatter() -> Fixture:
+    f = tf.function(scatter_at_runtime, input_signature=[spec([4, 3], name="x")])
+    ops = {"TensorListScatterIntoExistingList", "TensorListScatterV2", "TensorListGather"}
+    doc = "TensorArray.scatter, TensorList scatter and gather at indices computed from x (TF2)"
+    return fixture("tensor_list_scatter", f, [normal(rng(710), [4, 3])], ops, "lowered", doc)
+
+
+def tensor_array_scatter_v1() -> Fixture:
+    x_value = normal(rng(711), [4, 3])
+
+    def make():
+        x = tf.compat.v1.placeholder(F32, [4, 3], name="x")
+        perm = tf.argsort(x[:, 1], direction="DESCENDING")
+        ta = tf.TensorArray(F32, size=5, element_shape=[3], clear_after_read=False)
+        ta = ta.scatter(perm, tf.sin(x))
+        ta = ta.write(4, ta.read(perm[0]) * 3.0)
+        outputs = {"s": ta.stack(), "g": ta.gather(perm)}
+        return [x], [tf.identity(t, name=name) for name, t in outputs.items()]
+
+    doc = "TensorArrayV3 scattered at indices computed from x (an argsort), then read (v1)"
+    must_have = {"TensorArrayV3", "TensorArrayScatterV3", "TensorArrayGatherV3"}
+    fx = Fixture("tensor_array_scatter_v1", None, [x_value], must_have, doc=doc, out_dir=OUT)
+    with control_flow_v1():
+        build_v1(fx, make)
+    return fx
+
+
 # ---- TensorLists that grow or shrink in a tf.while_loop -----------------------------------------
 
 
@@ -538,7 +579,7 @@ def fixtures() -> list[Fixture]:
         tensor_array_loop("tensor_array_loop", [3]),
         tensor_array_loop("tensor_array_loop_unknown", None),
     ]
-    out += [tensor_list_ops(), tensor_array_v1()]
+    out += [tensor_list_ops(), tensor_array_v1(), tensor_list_scatter(), tensor_array_scatter_v1()]
     for form in ("lowered", "functional"):
         out += [list_push_loop(form), list_push_pop_counted(form)]
     for form in ("lowered", "functional"):

@@ -63,13 +63,14 @@ def update_computation(
     )
 
 
-def _scatter(
+def nd_scatter(
     ctx: TranslationContext,
     fold: Opcode | None,
     tensor: Instruction,
     indices: Instruction,
     updates: Instruction,
 ) -> Instruction:
+    """TF's scatter of ``updates`` into ``tensor`` at ``[..., depth]`` ``indices``."""
     attrs = nd_scatter_attrs(tensor.array_shape, indices.array_shape, updates.array_shape)
     comp = update_computation(ctx.module, fold, tensor.array_shape.dtype)
     return ctx.builder.scatter([tensor], indices, [updates], attrs, comp)
@@ -85,7 +86,7 @@ def scatter_nd(
 ) -> Instruction:
     dims = constant_ints(ctx, shape, "shape input (input 2)")
     zeros = ctx.builder.broadcast(ctx.scalar(0, updates.array_shape.dtype), dims, [])
-    return _scatter(ctx, Opcode.ADD, zeros, indices, updates)
+    return nd_scatter(ctx, Opcode.ADD, zeros, indices, updates)
 
 
 def _tensor_scatter(fold: Opcode | None) -> Callable[..., Instruction]:
@@ -96,7 +97,7 @@ def _tensor_scatter(fold: Opcode | None) -> Callable[..., Instruction]:
         indices: Instruction,
         updates: Instruction,
     ) -> Instruction:
-        return _scatter(ctx, fold, tensor, indices, updates)
+        return nd_scatter(ctx, fold, tensor, indices, updates)
 
     return translate
 

@@ -22,10 +22,12 @@ from aotc.frontend.node import Node
 from aotc.frontend.ops.array import constant_ints
 from aotc.frontend.ops.gather import gather_axis_attrs
 from aotc.frontend.ops.registry import translates
+from aotc.frontend.ops.scatter import nd_scatter
 from aotc.frontend.translate import TranslationContext
 from aotc.hlo.ir import Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
 
+_SCATTER_RULE = "a repeated index: the last wins; one out of range drops its row (XLA)"
 ElementDims = tuple[int, ...] | None  # None: rank unknown; -1: a dim unknown
 
 
@@ -209,7 +211,7 @@ def array_write(
     return _write_row(ctx, _for_item(ctx, flow, value), index, value)
 
 
-@translates("TensorArrayScatterV3", note="constant indices")
+@translates("TensorArrayScatterV3", note=f"runtime indices; {_SCATTER_RULE}")
 def array_scatter(
     ctx: TranslationContext,
     node: Node,
@@ -218,14 +220,7 @@ def array_scatter(
     value: Instruction,
     flow: Instruction,
 ) -> Instruction:
-    rows = constant_ints(ctx, indices, "indices input")
-    flow = _shaped(ctx, flow, value.array_shape.dims[1:])
-    if rows == list(range(flow.array_shape.dims[0])) and value.shape == flow.shape:
-        return value  # the usual unstack: every row, in order
-    for i, row in enumerate(rows):
-        item = ctx.builder.reshape(_slice_row(ctx, value, i), value.array_shape.dims[1:])
-        flow = _write_row(ctx, flow, ctx.scalar(row, PrimitiveType.S32), item)
-    return flow
+    return _scatter_rows(ctx, _shaped(ctx, flow, value.array_shape.dims[1:]), indices, value)
 
 
 @translates("TensorArrayGatherV3", note="runtime indices (clamped into range)")
@@ -236,12 +231,103 @@ def array_gather(
     indices: Instruction,
     flow: Instruction,
 ) -> Instruction:
-    flow = _shaped(ctx, flow, node.attr("element_shape", None))
-    count = flow.array_shape.dims[0]
+    return _gather_rows(ctx, _shaped(ctx, flow, node.attr("element_shape", None)), indices)
+
+
+@translates("TensorListGather", note="runtime indices (clamped into range)")
+def list_gather(
+    ctx: TranslationContext,
+    node: Node,
+    tensor_list: Instruction,
+    indices: Instruction,
+    element_shape: Instruction,
+) -> Instruction:
+    tensor_list = _shaped(ctx, tensor_list, _element_dims(ctx, element_shape))
+    return _gather_rows(ctx, tensor_list, indices)
+
+
+@translates("TensorListScatterIntoExistingList", note=f"runtime indices; {_SCATTER_RULE}")
+def scatter_into_list(
+    ctx: TranslationContext,
+    node: Node,
+    tensor_list: Instruction,
+    tensor: Instruction,
+    indices: Instruction,
+) -> Instruction:
+    held = ctx.lists.runtime(tensor_list)
+    tensor_list = _shaped(ctx, tensor_list, tensor.array_shape.dims[1:])
+    written = _scatter_rows(ctx, tensor_list, indices, tensor)
+    return ctx.lists.set_runtime(written, held) if held is not None else written
+
+
+@translates("TensorListScatter", note=f"constant length; {_SCATTER_RULE}")
+def scatter_list(
+    ctx: TranslationContext,
+    node: Node,
+    tensor: Instruction,
+    indices: Instruction,
+    element_shape: Instruction,
+) -> Instruction:
+    return _scattered_list(ctx, tensor, indices, element_shape, -1)
+
+
+@translates("TensorListScatterV2", note=f"constant length; {_SCATTER_RULE}")
+def scatter_list_v2(
+    ctx: TranslationContext,
+    node: Node,
+    tensor: Instruction,
+    indices: Instruction,
+    element_shape: Instruction,
+    num_elements: Instruction,
+) -> Instruction:
+    count = _length(ctx, num_elements, "num_elements") if _is_given(ctx, num_elements) else -1
+    return _scattered_list(ctx, tensor, indices, element_shape, count)
+
+
+def _is_given(ctx: TranslationContext, num_elements: Instruction) -> bool:
+    """Whether a ``num_elements`` input says a length (-1: the indices do)."""
+    return constant_ints(ctx, num_elements, "num_elements input (the list's length)") != [-1]
+
+
+def _scattered_list(
+    ctx: TranslationContext,
+    tensor: Instruction,
+    indices: Instruction,
+    element_shape: Instruction,
+    count: int,
+) -> Instruction:
+    """A new list of ``count`` elements (-1: one past the largest index) holding the rows of
+    ``tensor`` at ``indices``."""
+    _check_element(tensor, _element_dims(ctx, element_shape))
+    if count < 0:
+        rows = constant_ints(ctx, indices, "indices input (they give the list's length)")
+        count = max(rows, default=-1) + 1
+    empty = _zeros(ctx, tensor.array_shape.dtype.numpy, (count, *tensor.array_shape.dims[1:]))
+    return _scatter_rows(ctx, empty, indices, tensor)
+
+
+def _gather_rows(ctx: TranslationContext, buffer: Instruction, indices: Instruction) -> Instruction:
+    count = buffer.array_shape.dims[0]
     if _is_range(ctx, indices, count):
-        return flow
-    attrs = gather_axis_attrs(flow.array_shape, indices.array_shape, 0, 0)
-    return ctx.builder.gather(flow, indices, attrs)
+        return buffer
+    attrs = gather_axis_attrs(buffer.array_shape, indices.array_shape, 0, 0)
+    return ctx.builder.gather(buffer, indices, attrs)
+
+
+def _scatter_rows(
+    ctx: TranslationContext, buffer: Instruction, indices: Instruction, rows: Instruction
+) -> Instruction:
+    """``buffer`` with element ``indices[k]`` set to ``rows[k]`` (HLO ``scatter``)."""
+    count, dims = indices.array_shape.dims, rows.array_shape.dims
+    if len(count) != 1 or dims[:1] != count:
+        raise ShapeError(f"{rows.shape} does not hold one element for each of indices {count}")
+    _check_element(buffer, dims[1:])
+    if rows.array_shape.dtype is not buffer.array_shape.dtype:
+        raise ShapeError(f"elements of {rows.shape} do not fit a list of {buffer.shape}")
+    if rows.shape == buffer.shape and _is_range(ctx, indices, dims[0]):
+        return rows  # the usual unstack: every element, in order
+    vectors = ctx.builder.reshape(indices, (dims[0], 1))
+    return nd_scatter(ctx, None, buffer, vectors, rows)
 
 
 @translates("TensorArraySizeV3")
@@ -278,11 +364,6 @@ def _write_row(
     row = ctx.builder.reshape(item, [1, *dims[1:]])
     starts = [_index(ctx, index), *[ctx.scalar(0, PrimitiveType.S32)] * (len(dims) - 1)]
     return ctx.builder.dynamic_update_slice(buffer, row, starts)
-
-
-def _slice_row(ctx: TranslationContext, x: Instruction, i: int) -> Instruction:
-    dims = x.array_shape.dims
-    return ctx.builder.slice(x, [i, *[0] * (len(dims) - 1)], [i + 1, *dims[1:]])
 
 
 def _index(ctx: TranslationContext, index: Instruction) -> Instruction:
