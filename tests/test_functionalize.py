@@ -22,17 +22,20 @@ from tf1_graphs import Tf1Graph, run
 from aotc.cli import main
 from aotc.config import load_config
 from aotc.driver import compile_graph, optimize
-from aotc.errors import GraphError, ShapeError, UnsupportedError
+from aotc.errors import AotcError, GraphError, ShapeError, UnsupportedError
 from aotc.frontend.graphdef import load_graph
+from aotc.frontend.options import SourceOptions
 from aotc.frontend.signature import inferred_fetches
 from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 DATA = Path(__file__).parent / "data" / "functionalize"
+CHECKPOINTED = ["ckpt_loop_v1", "ckpt_loop_v2"]  # unfrozen graphs, compiled with --checkpoint
+FROZEN = [name for name in fixture_names(DATA) if name not in CHECKPOINTED]
 
 
-@pytest.mark.parametrize("name", fixture_names(DATA))
+@pytest.mark.parametrize("name", FROZEN)
 def test_tensorflow_graphs_match_through_the_evaluator_and_from_c(name: str) -> None:
     fx = load_fixture(name, DATA)
     module = load_source(fx.graph, fx.config).module
@@ -46,7 +49,7 @@ def test_tensorflow_graphs_match_through_the_evaluator_and_from_c(name: str) -> 
         assert_close(got, want, what=f"{name} from C result{i}")
 
 
-@pytest.mark.parametrize("name", fixture_names(DATA))
+@pytest.mark.parametrize("name", FROZEN)
 def test_without_a_config_the_outputs_are_inferred_as_tf_had_them(name: str) -> None:
     # What only a collapsed structure read (a TF1 cond's pred_id) is gone, not an output.
     fx = load_fixture(name, DATA)
@@ -55,7 +58,43 @@ def test_without_a_config_the_outputs_are_inferred_as_tf_had_them(name: str) -> 
 
 
 def test_the_fixtures_are_there() -> None:
-    assert len(fixture_names(DATA)) == 4, "tests/data/make_functionalize_fixtures.py writes 4"
+    assert len(fixture_names(DATA)) == 6, "tests/data/make_functionalize_fixtures.py writes 6"
+    assert all((DATA / f"{name}.ckpt.index").is_file() for name in CHECKPOINTED)
+
+
+@pytest.mark.parametrize("name", CHECKPOINTED)
+def test_variables_read_in_a_loop_and_a_branch_are_frozen_from_the_checkpoint(name: str) -> None:
+    # v1: ReadVariableOp of an Enter'd handle inside the frame; v2: While/If take the handle
+    fx = load_fixture(name, DATA)
+    options = SourceOptions(checkpoint=str(DATA / f"{name}.ckpt"))
+    typed, buffers = run_compiled(
+        compile_graph(fx.graph, fx.config, options=options).model, fx.args
+    )
+    for i, (got, again, want) in enumerate(zip(typed, buffers, fx.results, strict=True)):
+        np.testing.assert_array_equal(got, again, err_msg=f"{name} result{i}: calls differ")
+        assert_close(got, want, what=f"{name} from C result{i}")
+
+
+@pytest.mark.parametrize("name", CHECKPOINTED)
+def test_without_the_checkpoint_the_variable_is_named(name: str) -> None:
+    fx = load_fixture(name, DATA)
+    with pytest.raises(AotcError, match=r"'w' \(VarHandleOp\)"):
+        load_source(fx.graph, fx.config)
+
+
+def test_what_the_fetches_do_not_need_is_not_functionalized(tmp_path: Path) -> None:
+    # tfcompile prunes to the fetches before it functionalizes: a bad Merge they do not
+    # need cannot fail the compile; fetched, it is the error naming it
+    g = Tf1Graph()
+    a, b = g.placeholder("a"), g.placeholder("b")
+    g.node("Merge", a, b, name="m")
+    g.node("Tanh", a, name="t")
+    g.write(tmp_path, {"a": X, "b": X}, ["t"])
+    (got,) = evaluate(load_source(tmp_path / "graph.pb", tmp_path / "graph.yaml").module, [X, X])
+    np.testing.assert_allclose(got, np.tanh(X), rtol=1e-6)
+    g.write(tmp_path, {"a": X, "b": X}, ["t", "m"])
+    with pytest.raises(UnsupportedError, match=r"node 'm' \(Merge\) is neither a loop's Merge"):
+        load_source(tmp_path / "graph.pb", tmp_path / "graph.yaml")
 
 
 def _counted(g: Tf1Graph, frame: str, trips: str | int, body, values: list[str], invariants=()):

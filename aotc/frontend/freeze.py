@@ -20,6 +20,7 @@ from aotc.errors import GraphError, InputFileError
 from aotc.frontend.checkpoint import Checkpoint
 from aotc.frontend.graphdef import Graph
 from aotc.frontend.signature import Signature
+from aotc.frontend.stateful_ops import VARIABLE_UPDATE_OPS
 from aotc.frontend.tensor import tf_dtype
 from aotc.proto import aotc_tf_pb2 as pb
 from aotc.tensor_ref import TensorRef
@@ -27,6 +28,10 @@ from aotc.tensor_ref import TensorRef
 _HANDLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
 _ASSIGN_OPS = frozenset({"AssignVariableOp", "Assign"})
 _PASS_THROUGH = frozenset({"Identity", "Snapshot"})
+# Functional control flow: a loop body or a branch reads a variable through a handle argument.
+_FUNCTIONAL_OPS = frozenset(
+    {"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase"}
+)
 
 
 def freeze_reads(
@@ -46,7 +51,9 @@ def freeze_reads(
     reads = [
         i
         for i, n in enumerate(proto.node)
-        if n.name in needed and _is_variable_read(graph, n) and _handle(graph, n).name not in keep
+        if n.name in needed
+        and (_is_variable_read(graph, n) or _read_in_functions(graph, n, needed))
+        and _handle(graph, n).name not in keep
     ]
     if not reads:
         return
@@ -62,6 +69,47 @@ def _is_variable_read(graph: Graph, node: pb.NodeDef) -> bool:
     if node.op in ("VariableV2", "Variable"):
         return True
     return node.op == "ReadVariableOp" and _source(graph, node.input[0]).op == "VarHandleOp"
+
+
+def _read_in_functions(graph: Graph, node: pb.NodeDef, needed: set[str]) -> bool:
+    """Whether ``node`` is a variable handle that loops or conditionals take (their bodies
+    read it), and that nothing the fetches need writes (nor any function of those loops or
+    conditionals): frozen, its value enters them."""
+    if node.op != "VarHandleOp":
+        return False
+    takers = [c for c in graph.consumers(node.name) if c.name in needed]
+    if not any(c.op in _FUNCTIONAL_OPS for c in takers):
+        return False
+    direct = [c for c in takers if c.op not in _FUNCTIONAL_OPS]
+    if any(c.op in VARIABLE_UPDATE_OPS for c in direct):
+        return False
+    return not _updates_variables(graph, [c.proto for c in takers if c.op in _FUNCTIONAL_OPS])
+
+
+def _updates_variables(graph: Graph, callers: list[pb.NodeDef]) -> bool:
+    """Whether a function ``callers`` call (or one those call) updates a variable."""
+    seen: set[str] = set()
+    stack = [f for node in callers for f in _called(graph, node)]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for inner in graph.functions[name].node_def:
+            if inner.op in VARIABLE_UPDATE_OPS:
+                return True
+            stack.extend(_called(graph, inner))
+    return False
+
+
+def _called(graph: Graph, node: pb.NodeDef) -> list[str]:
+    """The library functions ``node`` names: its op, or a function attribute."""
+    names = [node.op]
+    for value in node.attr.values():
+        kind = value.WhichOneof("value")
+        funcs = [value.func] if kind == "func" else list(value.list.func) if kind == "list" else []
+        names += [f.name for f in funcs]
+    return [n for n in names if n in graph.functions]
 
 
 def _source(graph: Graph, text: str) -> pb.NodeDef:
@@ -104,7 +152,9 @@ def _restored_key(graph: Graph, text: str) -> str | None:
 
 def _handle(graph: Graph, read: pb.NodeDef) -> pb.NodeDef:
     """The variable node a read reads."""
-    return read if read.op in ("VariableV2", "Variable") else _source(graph, read.input[0])
+    if read.op in _HANDLE_OPS:
+        return read
+    return _source(graph, read.input[0])
 
 
 def _key_for(graph: Graph, read: pb.NodeDef, keys: dict[str, str], checkpoint: Checkpoint) -> str:

@@ -147,6 +147,11 @@ class Graph:
             self._check_ref(ref, f"{self.path}: {node.label}: input '{ref}'")
         return node.inputs
 
+    def has_tensor(self, ref: TensorRef) -> bool:
+        """Whether ``ref`` names an output of a node of the graph."""
+        outputs = self.nodes[ref.node].known_output_count() if ref.node in self.nodes else 0
+        return outputs is None or ref.index < outputs
+
     def _check_ref(self, ref: TensorRef, what: str) -> None:
         if ref.node not in self.nodes:
             raise GraphError(f"{what} names no node in the graph")
@@ -193,6 +198,40 @@ def load_graph(path: str | Path) -> Graph:
     SavedModel (``inline.py``); TF1 loops and conditionals become functional ``While``/``If``/
     ``Case`` nodes (``functionalize.py``).
     """
+    return functionalized(read_graph(path))
+
+
+def functionalized(graph: Graph) -> Graph:
+    """``graph`` with its TF1 loops and conditionals functional (``functionalize.py``)."""
+    if not has_v1_control_flow(graph.proto):
+        return graph
+    proto, functions = functionalize(graph.proto, graph.functions, graph.path)
+    return Graph(proto, graph.path, functions)
+
+
+def pruned(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef]) -> Graph:
+    """``graph`` with only the nodes the ``fetches`` and ``feeds`` reach through data and
+    control inputs (tfcompile prunes so before it functionalizes; a feed's producers stay, as
+    ``prune`` stops there itself). Nodes keep their file order."""
+    keep: set[str] = set()
+    stack = [r.node for r in (*fetches, *feeds)]
+    while stack:
+        name = stack.pop()
+        if name in keep or name not in graph.nodes:
+            continue
+        keep.add(name)
+        node = graph.nodes[name]
+        stack.extend(r.node for r in node.inputs)
+        stack.extend(node.control_inputs)
+    proto = pb.GraphDef()
+    proto.versions.CopyFrom(graph.proto.versions)
+    proto.library.CopyFrom(graph.proto.library)
+    proto.node.extend(n for n in graph.proto.node if n.name in keep)
+    return Graph(proto, graph.path, graph.functions)
+
+
+def read_graph(path: str | Path) -> Graph:
+    """``load_graph`` without functionalization: parsed, calls inlined."""
     data = _read(Path(path))
     suffix = Path(path).suffix.lower()
     if suffix in TEXT_SUFFIXES:
@@ -204,8 +243,6 @@ def load_graph(path: str | Path) -> Graph:
     functions = functions_of(proto)
     if needs_inlining(proto):
         proto = inline_functions(proto, str(path))
-    if has_v1_control_flow(proto):
-        proto, functions = functionalize(proto, functions, str(path))
     return Graph(proto, path, functions)
 
 

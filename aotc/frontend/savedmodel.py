@@ -27,8 +27,8 @@ from aotc.abi import c_identifier
 from aotc.errors import ConfigError, InputFileError
 from aotc.frontend.formats import is_savedmodel as is_savedmodel
 from aotc.frontend.freeze import freeze_reads
-from aotc.frontend.functionalize import functionalize, has_v1_control_flow
-from aotc.frontend.graphdef import Graph
+from aotc.frontend.functionalize import has_v1_control_flow
+from aotc.frontend.graphdef import Graph, functionalized, pruned
 from aotc.frontend.inline import functions_of, inline_functions
 from aotc.frontend.object_graph import captured_variable_keys
 from aotc.frontend.options import SourceOptions
@@ -73,9 +73,9 @@ def load_savedmodel(
         graph, flat, [f.ref for f in fetches], [f.ref for f in feeds], root / VARIABLE_PREFIX,
         object_keys=partial(captured_variable_keys, meta),
     )  # fmt: skip
-    if has_v1_control_flow(flat):  # after freezing: the frozen values enter the loops
-        flat, functions = functionalize(flat, functions, pb_path)
     graph = Graph(flat, pb_path, functions)  # re-index: nodes were replaced
+    if has_v1_control_flow(flat):  # after freezing, the frozen values enter the loops
+        graph = functionalized(pruned(graph, [f.ref for f in fetches], [f.ref for f in feeds]))
     sig = Signature(c_identifier(name or _default_name(root)), tuple(feeds), tuple(fetches))
     return SavedModel(graph, sig, meta)
 

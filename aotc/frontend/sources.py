@@ -22,7 +22,8 @@ from aotc.config import Config
 from aotc.errors import AotcError, ConfigError, UsageError
 from aotc.frontend.formats import Format, input_format
 from aotc.frontend.freeze import freeze_checkpoint
-from aotc.frontend.graphdef import Graph, load_graph
+from aotc.frontend.functionalize import has_v1_control_flow
+from aotc.frontend.graphdef import Graph, functionalized, pruned, read_graph
 from aotc.frontend.hlo_input import load_hlo
 from aotc.frontend.inputs import config_file
 from aotc.frontend.limits import check_feed_sizes, check_module_sizes
@@ -33,6 +34,7 @@ from aotc.frontend.tf2xla_config import load_config_file
 from aotc.frontend.translate import translate_graph
 from aotc.hlo.ir import Module
 from aotc.hlo.verify import verify_module
+from aotc.tensor_ref import TensorRef
 
 
 @dataclass
@@ -139,7 +141,7 @@ def check_options(kind: Format, options: SourceOptions, path: str | Path) -> Non
 
 
 def _graphdef(path: str | Path, config: Config, options: SourceOptions) -> tuple[Graph, Signature]:
-    graph = load_graph(path)
+    graph = functionalized(_pruned_to_fetches(read_graph(path), config))
     signature = resolve_signature(graph, config, Path(path), options)
     if options.checkpoint:
         graph = freeze_checkpoint(graph, signature, options.checkpoint)
@@ -152,6 +154,19 @@ def _savedmodel(
     shapes = {**_config_shapes(config, options), **options.shapes}
     model = load_savedmodel(path, replace(options, shapes=shapes), config.name)
     return model.graph, model.signature
+
+
+def _pruned_to_fetches(graph: Graph, config: Config) -> Graph:
+    """``graph`` pruned to what the config's fetches need, before TF1 control flow is
+    functionalized (as tfcompile orders it: what the fetches do not need cannot fail the
+    compile). Without fetches, or naming a tensor the graph lacks (an error the signature
+    reports in the config's terms), the graph stays whole."""
+    feeds = [f.ref for f in config.feeds] + [TensorRef(v.node) for v in config.variables]
+    fetches = [f.ref for f in config.fetches]
+    known = all(graph.has_tensor(r) for r in (*fetches, *feeds))
+    if not fetches or not known or not has_v1_control_flow(graph.proto):
+        return graph
+    return pruned(graph, fetches, feeds)
 
 
 _GRAPH_LOADERS: dict[

@@ -14,11 +14,16 @@ make_fixtures.py (``arg0..`` inputs, ``result0..`` what the frozen graph compute
   ``_pos`` and ``_neg`` take different branches;
 * ``lowered_mixed_n*``: a ``tf.function`` frozen with lowering (v1 frames, Switch/Merge,
   _SwitchN): a nested ``tf.cond`` inside a loop inside a ``tf.cond``, and a ``tf.switch_case``
-  on its result; ``n`` picks the branches.
+  on its result; ``n`` picks the branches;
+* ``ckpt_loop_v1`` / ``ckpt_loop_v2``: an unfrozen ``tf.compat.v1`` graph whose variables (one
+  resource, one ref) are read inside a while loop and a ``tf.cond``, built with control flow
+  v1 (frames) or v2 (``While``/``If`` taking the variable handles), with the variables' values
+  in a V2 checkpoint ``NAME.ckpt.*`` (for ``--checkpoint``); ``NAME.pb`` is not frozen.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -27,7 +32,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from make_control_flow_fixtures import canonicalize, control_flow_v1  # noqa: E402
-from make_fixtures import Fixture, build, build_v1, verify_written, write_fixture  # noqa: E402
+from make_fixtures import (  # noqa: E402
+    Fixture,
+    build,
+    build_v1,
+    dtype_name,
+    normal,
+    rng,
+    tensor_to_fetch,
+    verify_written,
+    write_fixture,
+)
 
 OUT = Path(__file__).resolve().parent / "functionalize"
 v1 = tf.compat.v1
@@ -68,6 +83,42 @@ def mixed_tf2(x, n):
     return r, tf.switch_case(n % 3, [lambda: r + 1.0, lambda: tf.tanh(r), lambda: r * r])
 
 
+def weighted_loop(x, w, b):
+    """A loop and a cond reading variables w and b (the body and a branch read them)."""
+    step = lambda i, v: (i + 1, tf.tanh(v * w.value() + b.value()))  # noqa: E731
+    _, v = tf.while_loop(lambda i, v: i < 3, step, (0, x))
+    return tf.cond(tf.reduce_sum(v) > 0, lambda: v * w.value(), lambda: v - b.value())
+
+
+def checkpoint_loop(name: str, cf_v1: bool) -> Fixture:
+    """The unfrozen graph of ``weighted_loop`` and a checkpoint of its variables."""
+    x_value = normal(rng(720), [3])
+    graph = tf.Graph()
+    with graph.as_default():
+        with control_flow_v1() if cf_v1 else contextlib.nullcontext():
+            x = v1.placeholder(tf.float32, [3], name="x")
+            w = v1.Variable(tf.zeros([3]), name="w", use_resource=True)
+            b = v1.Variable(tf.zeros([3]), name="b", use_resource=False)
+            y = tf.identity(weighted_loop(x, w, b), name="y")
+        saver = v1.train.Saver()
+        with v1.Session(graph=graph) as sess:
+            sess.run(v1.global_variables_initializer())
+            r = rng(721)
+            sess.run([w.assign(normal(r, [3], 1.0)), b.assign(normal(r, [3], 0.3))])
+            saver.save(sess, str(OUT / f"{name}.ckpt"), write_meta_graph=False, write_state=False)
+            result = sess.run(y, {x: x_value})
+    ops = {n.op for n in graph.as_graph_def().node}
+    assert ({"Enter", "Switch"} if cf_v1 else {"While", "If"}) <= ops, (name, sorted(ops))
+    control = "v1 frames" if cf_v1 else "v2 While/If"
+    doc = f"unfrozen: variables read in a loop body and a cond branch ({control}), --checkpoint"
+    fx = Fixture(name, None, [x_value], set(), doc=doc, out_dir=OUT)
+    fx.graph_def = graph.as_graph_def()
+    fx.feeds = [("x", [3], dtype_name(tf.float32))]
+    fx.fetches = [tensor_to_fetch(y.name)]
+    fx.results = [np.asarray(result)]
+    return fx
+
+
 def fixtures() -> list[Fixture]:
     frames = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"}
     built = []
@@ -86,7 +137,7 @@ def fixtures() -> list[Fixture]:
         )
         build(fx)
         built.append(fx)
-    return built
+    return built + [checkpoint_loop("ckpt_loop_v1", True), checkpoint_loop("ckpt_loop_v2", False)]
 
 
 def readme(built: list[Fixture]) -> str:
@@ -111,7 +162,8 @@ def main() -> int:
     for fx in built:
         fx.graph_def = canonicalize(fx.graph_def)
         write_fixture(fx)
-        verify_written(fx)
+        if not fx.name.startswith("ckpt_"):  # an unfrozen graph runs only with its variables
+            verify_written(fx)
         print(f"{fx.name:24s} {(OUT / f'{fx.name}.pb').stat().st_size:8d} bytes  {fx.doc}")
     (OUT / "README.md").write_text(readme(built))
     return 0
