@@ -41,6 +41,8 @@ CONTROL_FLOW = [
     "tensor_array_loop_unknown",
     "tensor_list_ops",
     "tensor_array_v1",
+    "list_push_loop_functional",  # a buffer written at a run-time length
+    "list_push_pop_counted_functional",
 ]
 
 

@@ -75,8 +75,12 @@ class ListLengths:
         """Record that ``buffer`` holds a list of ``length`` (and raise its base's peak)."""
         self._runtime[id(buffer)] = (buffer, length)
         if length.base is not None and length.offset is not None:
-            self._peaks[id(length.base)] = (length.base, max(self.peak(length.base), length.offset))
+            self.reach(length.base, length.offset)
         return buffer
+
+    def reach(self, base: Instruction, offset: int) -> None:
+        """A list that started the iteration at ``base`` held ``offset`` more elements."""
+        self._peaks[id(base)] = (base, max(self.peak(base), offset))
 
     def peak(self, base: Instruction) -> int:
         """The most elements above ``base`` that a list starting the iteration at ``base``

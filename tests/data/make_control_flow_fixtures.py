@@ -382,7 +382,8 @@ def list_push_loop(form: str) -> Fixture:
 
 def push_pop_counted(x):
     """Counted loops: push two pop one into a list of unknown size and element shape; pop
-    three off a list made from x; read x back from a TensorArray grown by tf.range writes."""
+    three off a list made from x; read x back from a TensorArray grown by tf.range writes;
+    push in a loop of 2 inside a loop of 3."""
     from tensorflow.python.ops import list_ops
 
     empty = list_ops.empty_tensor_list(element_shape=None, element_dtype=F32, max_num_elements=-1)
@@ -404,7 +405,22 @@ def push_pop_counted(x):
         ta = ta.write(i, tf.exp(-tf.gather(x, i)) * tf.cast(i, F32))
     stacked = list_ops.tensor_list_stack(grown, F32)
     left = list_ops.tensor_list_stack(rows, F32, element_shape=[3])
-    return stacked, left, total, ta.stack()
+    return stacked, left, total, ta.stack(), nested_pushes(x)
+
+
+def nested_pushes(x):
+    from tensorflow.python.ops import list_ops
+
+    def outer(i, pushed):
+        def inner(j, pushed):
+            item = tf.gather(x, i + j) * tf.cast(j + 1, F32)
+            return j + 1, list_ops.tensor_list_push_back(pushed, item)
+
+        return i + 1, tf.while_loop(lambda j, _: j < 2, inner, [0, pushed])[1]
+
+    empty = list_ops.empty_tensor_list(element_shape=[3], element_dtype=F32, max_num_elements=-1)
+    _, pushed = tf.while_loop(lambda i, _: i < 3, outer, [0, empty])
+    return list_ops.tensor_list_stack(pushed, F32, element_shape=[3])
 
 
 def list_push_pop_counted(form: str) -> Fixture:
@@ -413,7 +429,7 @@ def list_push_pop_counted(form: str) -> Fixture:
     ops |= LOWERED if form == "lowered" else {"StatelessWhile"}
     doc = (
         "TensorList push/pop and a dynamic_size TensorArray in loops of constant trip counts, "
-        f"no size given: the lengths follow from the trip counts ({form})"
+        f"no size given, also nested: the lengths follow from the trip counts ({form})"
     )
     return fixture(f"list_push_pop_counted_{form}", f, [normal(rng(709), [5, 3])], ops, form, doc)
 

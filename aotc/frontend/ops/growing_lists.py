@@ -70,9 +70,10 @@ def runtime_loop(
         if _learn_elements(ctx, carry, unshaped, loop.body):
             continue
         trips, counter = _trip_count([*buffers, *lengths], loop.cond, loop.body)
+        changes = [change(step, trips) for step in loop.steps]
         bounds = [
-            bound(node, i, start, step, trips, counter)
-            for i, start, step in zip(lists, starts, loop.steps, strict=True)
+            _bound(i, start, step, delta, trips, counter)
+            for i, start, step, delta in zip(lists, starts, loop.steps, changes, strict=True)
         ]
         wanted = [_size(ctx, node, i, carry[i], b[0]) for i, b in zip(lists, bounds, strict=True)]
         if wanted == sizes:
@@ -81,11 +82,11 @@ def runtime_loop(
     else:
         raise ShapeError("the sizes of the loop's TensorLists do not settle")
     check_carry([c.shape for c in [*buffers, *lengths]], loop.body)
-    finals = [b[1] for b in bounds]
     done = ctx.builder.while_loop(ctx.builder.tuple([*buffers, *lengths]), *loop.computations)
     outputs = [ctx.builder.get_tuple_element(done, k) for k in range(len(carry) + len(lists))]
     for k, i in enumerate(lists):
-        outputs[i] = _ended(ctx, outputs[i], outputs[len(carry) + k], finals[k])
+        length = _ended_length(ctx, carry[i], outputs[len(carry) + k], changes[k])
+        outputs[i] = _ended(ctx, outputs[i], length, bounds[k][1])
         if i in unshaped:  # never written in the loop: still of unknown element shape
             ctx.mark_unshaped(outputs[i])
     return outputs[: len(carry)]
@@ -166,11 +167,25 @@ def _size(
     return max(most, tensor_list.array_shape.dims[0], 1)
 
 
-def bound(
-    node: Node,
+def change(step: ListStep, trips: int | None) -> tuple[int, int] | None:
+    """(the most elements above its start a list reaches in the loop, how its length changes
+    over the loop) when known: pushes and pops of a constant trip count."""
+    if step.offset == 0 and step.peak == 0:
+        return 0, 0
+    if trips is None:
+        return None
+    if trips == 0:
+        return 0, 0
+    if step.offset is None:
+        return None
+    return step.peak + max(0, (trips - 1) * step.offset), trips * step.offset
+
+
+def _bound(
     index: int,
     start: int | None,
     step: ListStep,
+    delta: tuple[int, int] | None,
     trips: int | None,
     counter: InductionVariable | None,
 ) -> tuple[int | None, int | None]:
@@ -178,18 +193,11 @@ def bound(
     known, for a list that enters the loop with ``start`` elements (None: at run time)."""
     if start is None:
         return None, None
-    if step.offset == 0 and step.peak == 0:
-        return start, start
-    if trips is None:
-        return None, None
-    if trips == 0:
-        return start, start
-    if step.offset is not None:
-        final = start + trips * step.offset
-        if final < 0:
+    if delta is not None:
+        if start + delta[1] < 0:
             raise ShapeError(f"loop variable {index} pops more elements than the list holds")
-        return start + step.peak + max(0, (trips - 1) * step.offset), final
-    if _written_at_counter(step, counter):
+        return start + delta[0], start + delta[1]
+    if trips and _written_at_counter(step, counter):
         assert counter is not None
         end = max(start, counter.init + (trips - 1) * counter.step + 1)
         return end, end
@@ -225,12 +233,28 @@ def _trip_count(
     return (None if counter is None else count_trips(counter)), counter
 
 
+def _ended_length(
+    ctx: TranslationContext,
+    entered: Instruction,
+    length: Instruction,
+    delta: tuple[int, int] | None,
+) -> RuntimeLength:
+    """The run-time ``length`` of a list after the loop. One that entered at a known offset
+    in an outer loop's iteration keeps it (an inner loop of a constant trip count), and its
+    outer loop learns the most elements it reached."""
+    held = ctx.lists.runtime(entered)
+    if held is None or held.base is None or held.offset is None or delta is None:
+        return RuntimeLength(length)
+    ctx.lists.reach(held.base, held.offset + delta[0])
+    return RuntimeLength(length, held.base, held.offset + delta[1])
+
+
 def _ended(
-    ctx: TranslationContext, buffer: Instruction, length: Instruction, final: int | None
+    ctx: TranslationContext, buffer: Instruction, length: RuntimeLength, final: int | None
 ) -> Instruction:
     """A list leaving the loop: of static length ``final`` when known, else run-time."""
     if final is None:
-        return ctx.lists.set_runtime(buffer, RuntimeLength(length))
+        return ctx.lists.set_runtime(buffer, length)
     dims = buffer.array_shape.dims
     if final == dims[0]:
         return buffer

@@ -158,8 +158,8 @@ def push_back(
 def pop_back(
     ctx: TranslationContext, node: Node, tensor_list: Instruction, element_shape: Instruction
 ) -> list[Instruction]:
-    tensor_list = _shaped(ctx, tensor_list, _element_dims(ctx, element_shape))
     held = ctx.lists.runtime(tensor_list)
+    tensor_list = _shaped(ctx, tensor_list, _element_dims(ctx, element_shape))
     if held is not None:
         moved = _moved(ctx, held, -1)
         rest = ctx.builder.reshape(tensor_list, tensor_list.array_shape.dims)  # a new value
