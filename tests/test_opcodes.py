@@ -105,6 +105,8 @@ _EXPLICIT: dict[Opcode, str] = {
     "ROOT r = f32[2,3] sort(x), dimensions={1}, is_stable=true, to_apply=less",
     Opcode.TOPK: "x = f32[2,3] parameter(0)\n"
     "ROOT r = (f32[2,2], s32[2,2]) topk(x), k=2, largest=true",
+    Opcode.RNG_BIT_GENERATOR: "s = u64[2] parameter(0)\n"
+    "ROOT r = (u64[2], u32[2,3]) rng-bit-generator(s), algorithm=rng_philox",
     Opcode.SCATTER: "x = f32[5,3] parameter(0)\ni = s32[4,1] parameter(1)\n"
     "u = f32[4,3] parameter(2)\n"
     "ROOT r = f32[5,3] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, "

@@ -131,6 +131,33 @@ class ReducePrecisionAttrs:
         return cls(a.need("exponent_bits", int_value), a.need("mantissa_bits", int_value))
 
 
+class RandomAlgorithm(Enum):
+    """XLA's ``RandomAlgorithm``: ``rng_default`` is the backend's choice (Philox on CPU)."""
+
+    DEFAULT = "rng_default"
+    PHILOX = "rng_philox"
+    THREE_FRY = "rng_three_fry"
+
+
+@dataclass(frozen=True)
+class RngBitGeneratorAttrs:
+    """``algorithm=``: the generator ``rng-bit-generator`` runs (``rng_bits.py`` has how)."""
+
+    algorithm: RandomAlgorithm = RandomAlgorithm.DEFAULT
+
+    def to_text(self) -> list[str]:
+        return [f"algorithm={self.algorithm.value}"]
+
+    @classmethod
+    def from_text(cls, a: AttrReader) -> RngBitGeneratorAttrs:
+        return cls(a.opt("algorithm", RandomAlgorithm, RandomAlgorithm.DEFAULT))
+
+    @property
+    def philox(self) -> bool:
+        """Whether it runs Philox (``rng_default`` does, as XLA's CPU backend picks)."""
+        return self.algorithm is not RandomAlgorithm.THREE_FRY
+
+
 class ComparisonDirection(Enum):
     EQ = "EQ"
     NE = "NE"

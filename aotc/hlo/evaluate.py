@@ -40,6 +40,7 @@ from aotc.hlo.ir import (
     PadDim,
     ReducePrecisionAttrs,
     ReduceWindowAttrs,
+    RngBitGeneratorAttrs,
     ScatterAttrs,
     SliceAttrs,
     SortAttrs,
@@ -48,6 +49,7 @@ from aotc.hlo.ir import (
     Window,
     parameter_number,
 )
+from aotc.hlo.rng_bits import rng_bit_generator
 from aotc.hlo.shape import AnyShape, PrimitiveType, Shape, TupleShape
 from aotc.hlo.shape_inference import scatter_window_operand_dims
 from aotc.registry import Registry
@@ -324,7 +326,15 @@ def _unsigned(x: np.ndarray) -> np.ndarray:
 
 @handles(Opcode.BITCAST_CONVERT)
 def _bitcast_convert(inst: Instruction, ops: list[Value]) -> Value:
-    return np.ascontiguousarray(ops[0]).view(_dtype(inst))
+    # numpy's view of a C-ordered array splits and joins the last dimension little-endian
+    return np.ascontiguousarray(ops[0]).view(_dtype(inst)).reshape(_dims(inst))
+
+
+@handles(Opcode.RNG_BIT_GENERATOR)
+def _rng_bit_generator(inst: Instruction, ops: list[Value]) -> Value:
+    bits = inst.shape.elements[1]  # type: ignore[union-attr]
+    algorithm = "three_fry" if not inst.attrs_as(RngBitGeneratorAttrs).philox else "philox"
+    return rng_bit_generator(algorithm, ops[0], bits.dims, bits.dtype.numpy)
 
 
 @handles(Opcode.POPCNT)

@@ -32,6 +32,7 @@ from aotc.hlo.attrs import (
     ParameterAttrs,
     ReducePrecisionAttrs,
     ReduceWindowAttrs,
+    RngBitGeneratorAttrs,
     ScatterAttrs,
     SliceAttrs,
     SortAttrs,
@@ -56,6 +57,7 @@ class Category(Enum):
     UPDATE = "update"  # writes part of its operand: not elemental (computed in place)
     SORT = "sorting"  # orders (or selects) along a dimension: every output reads a whole row
     TRANSFORM = "transform"  # Fourier transforms: every output reads whole rows
+    RANDOM = "random bits"  # a counter-based generator: (new state, bits) of a state
 
 
 class ElementTypes(Enum):
@@ -255,6 +257,12 @@ class Opcode(Enum):
             called=("to_apply",),
             expensive=True,
         ),
+    )
+    # random bits: a u64 state (key, counter) -> (the advanced state, bits of an unsigned
+    # type); expanded into integer ops before codegen (passes/rng_bit_generator.py)
+    RNG_BIT_GENERATOR = (
+        "rng-bit-generator",
+        OpcodeInfo(Category.RANDOM, 1, attrs=RngBitGeneratorAttrs, expensive=True),
     )
     # structure
     FUSION = "fusion", OpcodeInfo(_STRUCT, 0, variadic=True, attrs=FusionAttrs, called=("calls",))

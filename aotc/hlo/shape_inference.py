@@ -30,6 +30,7 @@ from aotc.hlo.ir import (
     PadDim,
     ReducePrecisionAttrs,
     ReduceWindowAttrs,
+    RngBitGeneratorAttrs,
     ScatterAttrs,
     SliceAttrs,
     SortAttrs,
@@ -108,16 +109,42 @@ def infer_convert_shape(x: Shape, dtype: PrimitiveType) -> Shape:
 
 
 def infer_bitcast_convert_shape(x: Shape, dtype: PrimitiveType) -> Shape:
-    """Same-width reinterpretation only: XLA's different-width form changes the dimensions,
-    which no elementwise kernel can honour."""
+    """The bits reinterpreted: same width elementwise; to a type ``n`` times narrower, each
+    element becomes a new last dimension of ``n`` (least significant part first, as on
+    XLA's little-endian CPU backend); to one ``n`` times wider, a last dimension of ``n``
+    becomes one element (``passes/bitcast_width.py`` lowers both forms to integer ops)."""
     bits = {PrimitiveType.PRED} & {x.dtype, dtype}
     check(not bits, f"bitcast-convert is not defined for pred ({x} to {dtype.value})")
-    check(
-        x.dtype.byte_size == dtype.byte_size,
-        f"bitcast-convert from {x} to {dtype.value} changes the element width, "
-        "which aotc does not support",
-    )
+    src, dst = x.dtype.byte_size, dtype.byte_size
+    if src > dst:
+        return Shape(dtype, (*x.dims, src // dst))
+    if src < dst:
+        check(
+            x.rank >= 1 and x.dims[-1] * src == dst,
+            f"bitcast-convert from {x} to {dtype.value} needs a last dimension of {dst // src}",
+        )
+        return Shape(dtype, x.dims[:-1])
     return x.with_dtype(dtype)
+
+
+def infer_rng_bit_generator_shape(
+    state: Shape, out: AnyShape, attrs: RngBitGeneratorAttrs
+) -> AnyShape:
+    """``(state, bits)``: the state is u64[2] or u64[3] (u64[2] for ThreeFry), the bits an
+    array of an unsigned integer type of any shape (the instruction's own)."""
+    sizes = (2, 3) if attrs.philox else (2,)
+    check(
+        state.dtype is PrimitiveType.U64 and state.rank == 1 and state.dims[0] in sizes,
+        f"rng-bit-generator {attrs.algorithm.value} needs a u64[{' or '.join(map(str, sizes))}] "
+        f"state, got {state}",
+    )
+    check(
+        isinstance(out, TupleShape) and len(out.elements) == 2,
+        f"rng-bit-generator returns (state, bits), got {out}",
+    )
+    bits = array(out.elements[1], "rng-bit-generator bits")  # type: ignore[union-attr]
+    check(bits.dtype.is_unsigned_int, f"rng-bit-generator bits must be unsigned, got {bits}")
+    return TupleShape((state, bits))
 
 
 def infer_binary_shape(opcode: Opcode, a: Shape, b: Shape) -> Shape:
@@ -865,6 +892,12 @@ def _reduce_rule(inst: Instruction) -> AnyShape:
 def _reduce_window_rule(inst: Instruction) -> AnyShape:
     attrs = inst.attrs_as(ReduceWindowAttrs)
     return infer_reduce_window_shape(*_split_variadic(inst), attrs.window)
+
+
+@_rule(Opcode.RNG_BIT_GENERATOR)
+def _rng_bit_generator_rule(inst: Instruction) -> AnyShape:
+    attrs = inst.attrs_as(RngBitGeneratorAttrs)
+    return infer_rng_bit_generator_shape(_operand(inst, 0), inst.shape, attrs)
 
 
 @_rule(Opcode.SORT)

@@ -7,6 +7,7 @@ the ``Pass`` protocol of ``aotc.passes.pipeline``.
 
 from __future__ import annotations
 
+from aotc.passes.bitcast_width import BitcastWidthLowering
 from aotc.passes.call_inliner import CallInliner
 from aotc.passes.complex_lowering import ComplexLowering
 from aotc.passes.conditional import ConditionalSimplifier
@@ -27,6 +28,7 @@ from aotc.passes.pipeline import (
     PipelineOptions,
     PipelineReport,
 )
+from aotc.passes.rng_bit_generator import RngBitGeneratorExpander
 from aotc.passes.schedule import Schedule
 from aotc.passes.simplify import AlgebraicSimplifier
 from aotc.passes.while_loop import WhileLoopSimplifier
@@ -38,7 +40,9 @@ __all__ = [
     "ComplexLowering",
     "ConditionalSimplifier",
     "ConstantFolding",
+    "BitcastWidthLowering",
     "ConvTransposePhases",
+    "RngBitGeneratorExpander",
     "DCE",
     "DUMP_FORMATS",
     "DumpOptions",
@@ -78,7 +82,9 @@ def simplification_pipeline() -> Pipeline:
 def default_passes() -> list[Pass]:
     """The compiler's passes, in order."""
     return [
-        CSE(),  # first: a call or loop repeated with the same operands is expanded once
+        BitcastWidthLowering(),  # first: the only bitcast-convert kernels know is elementwise
+        RngBitGeneratorExpander(),  # codegen has no kernel for it
+        CSE(),  # then: a call or loop repeated with the same operands is expanded once
         CallInliner(),  # then every later pass sees flat computations
         FlattenCallGraph(),  # then every loop, branch and call has a computation of its own
         ComplexLowering(),  # codegen computes reals only: c64 as (re, im) pairs, fft as dots

@@ -45,10 +45,12 @@ def inline_calls(comp: Computation, names: NameUniquer) -> bool:
     """Inline every ``call`` of ``comp``, and the calls its copies contain, where it stood."""
     pending = list(reversed(comp.instructions))
     placed: list[Instruction] = []
-    forward: dict[int, Instruction] = {}  # a call -> the copy of its root
+    # id(call) -> (the call, the copy of its root): the call is kept alive with its entry, or
+    # a later copy could be given its id and be taken for it
+    forward: dict[int, tuple[Instruction, Instruction]] = {}
     while pending:
         inst = pending.pop()
-        if any(id(o) in forward for o in inst.operands):
+        if any(id(o) in forward for o in inst.operands):  # _resolve checks identity
             inst.operands = [_resolve(forward, o) for o in inst.operands]
         if not _inlined(inst):
             placed.append(inst)
@@ -57,7 +59,7 @@ def inline_calls(comp: Computation, names: NameUniquer) -> bool:
         mapping = {id(p): inst.operands[parameter_number(p)] for p in callee.parameters}
         body = [i for i in callee.instructions if i.opcode is not Opcode.PARAMETER]
         pending.extend(reversed(copy_instructions(body, mapping, names)))
-        forward[id(inst)] = mapping[id(callee.root)]
+        forward[id(inst)] = (inst, mapping[id(callee.root)])
     if not forward:
         return False
     comp.instructions = placed
@@ -72,8 +74,8 @@ def _inlined(inst: Instruction) -> bool:
     return inst.opcode is Opcode.CALL
 
 
-def _resolve(forward: dict[int, Instruction], inst: Instruction) -> Instruction:
+def _resolve(forward: dict[int, tuple[Instruction, Instruction]], inst: Instruction) -> Instruction:
     """What stands for ``inst`` now: a call's root copy, which may itself be a call."""
-    while id(inst) in forward:
-        inst = forward[id(inst)]
+    while id(inst) in forward and forward[id(inst)][0] is inst:
+        inst = forward[id(inst)][1]
     return inst
