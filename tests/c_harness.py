@@ -74,6 +74,7 @@ LIBM_SYMBOLS = frozenset(
         "sinf",
         "cos",
         "cosf",
+        "sincos",  # LLVM merges f64 sin and cos of one value into glibc's (and musl's) sincos
         "atan2",
         "atan2f",
         "fmod",

@@ -47,7 +47,9 @@ tanh/erf(+-inf) = +-1, nan in -> nan out, sin/cos(+-inf) = nan.
 
 ``f64`` uses LLVM intrinsics (``llvm.exp.f64``, ``llvm.log.f64``, ...) or declares the C
 function (``tanh``, ``erf``, ``expm1``, ``log1p``); those become libm calls, so ``f64`` models
-that use transcendental functions must be linked with ``-lm``. ``f16`` computes in ``f32``.
+that use transcendental functions must be linked with ``-lm`` (LLVM merges ``sin`` and ``cos``
+of one value into one call of ``sincos``, which glibc's and musl's libm have). ``f16``
+computes in ``f32``.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ NO_EFFECT_WHEN_UNUSED = frozenset(
         "ResourceGatherNd", "GuaranteeConst", "RandomUniform", "RandomUniformInt",
         "RandomStandardNormal", "TruncatedNormal", "ParameterizedTruncatedNormal",
         "RandomShuffle", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "Multinomial",
-        "RandomCrop",
+        "RandomCrop", "StatelessRandomGetAlg",
     }
 )  # fmt: skip
 
