@@ -712,6 +712,7 @@ Attributes = (
     | IotaAttrs
     | TupleIndex
     | ReducePrecisionAttrs
+    | RngBitGeneratorAttrs
     | CompareAttrs
     | SliceAttrs
     | PadAttrs

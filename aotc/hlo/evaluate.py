@@ -333,6 +333,7 @@ def _bitcast_convert(inst: Instruction, ops: list[Value]) -> Value:
 @handles(Opcode.RNG_BIT_GENERATOR)
 def _rng_bit_generator(inst: Instruction, ops: list[Value]) -> Value:
     bits = inst.shape.elements[1]  # type: ignore[union-attr]
+    assert isinstance(bits, Shape)
     algorithm = "three_fry" if not inst.attrs_as(RngBitGeneratorAttrs).philox else "philox"
     return rng_bit_generator(algorithm, ops[0], bits.dims, bits.dtype.numpy)
 

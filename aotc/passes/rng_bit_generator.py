@@ -34,6 +34,7 @@ def expand(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
         return None
     b, state = ctx.b, inst.operands[0]
     bits = inst.shape.elements[1]  # type: ignore[union-attr]
+    assert isinstance(bits, Shape)
     if inst.attrs_as(RngBitGeneratorAttrs).philox:
         new_state, value = _philox(b, state, bits)
     else:
@@ -79,10 +80,9 @@ def _threefry(
     output joins the pair, narrower ones take both words along a split dimension."""
     key, start = _element(b, state, 0), _element(b, state, 1)
     dims = bits.dims
-    if bits.dtype.byte_size == 8:
-        half = dims
-    else:
-        half = list(dims) or [1]
+    half = list(dims)
+    if bits.dtype.byte_size < 8:
+        half = half or [1]
         split = split_dim(tuple(dims)) if dims else 0
         half[split] = -(-half[split] // 2)
     n = math.prod(half)
@@ -93,7 +93,7 @@ def _threefry(
     elif not dims:  # a scalar keeps the first word of its pair
         value = b.reshape(x0, ())
     else:
-        value = _merge_halves(b, x0, x1, list(half), split, dims)
+        value = _merge_halves(b, x0, x1, half, split, dims)
     value = value if bits.dtype is U32 else b.convert(value, bits.dtype)
     advanced = b.binary(Opcode.ADD, start, b.constant(n, U64))
     return _state(b, [key, advanced]), value

@@ -84,8 +84,13 @@ def _from_key_counter(
 
 @translates("StatelessRandomGetKeyCounter", note="Philox (TF's CPU algorithm)")
 def get_key_counter(ctx: TranslationContext, node: Node, seed: Instruction) -> list[Instruction]:
+    return _key_counter(ctx, seed)
+
+
+def _key_counter(ctx: TranslationContext, seed: Instruction) -> list[Instruction]:
+    """TF's key ``u64[1]`` and counter ``u64[2]`` of a seed (``GetKeyCounter``)."""
     b, gen = ctx.builder, _from_seed(ctx, seed)
-    key = b.reshape(join_u64(b, *gen.key), (1,))
+    key = b.reshape(join_u64(b, gen.key[0], gen.key[1]), (1,))
     counter = b.concatenate([b.reshape(c, (1,)) for c in gen.counter], 0)
     return [key, counter]
 
@@ -94,7 +99,7 @@ def get_key_counter(ctx: TranslationContext, node: Node, seed: Instruction) -> l
 def get_key_counter_alg(
     ctx: TranslationContext, node: Node, seed: Instruction
 ) -> list[Instruction]:
-    return [*get_key_counter(ctx, node, seed), ctx.scalar(PHILOX, PrimitiveType.S32)]
+    return [*_key_counter(ctx, seed), ctx.scalar(PHILOX, PrimitiveType.S32)]
 
 
 @translates("StatelessRandomGetAlg", note="Philox, as on TF's CPU")
