@@ -21,8 +21,13 @@ HLO_DATA = Path(__file__).parent / "data" / "hlo"
 HOST_CPU = TargetOverrides(cpu="host")
 BF16 = np.dtype(ml_dtypes.bfloat16)
 BF16_RTOL = 2**-6  # a few units in the last place of 8 significant bits
-#: Fixtures computed in bfloat16: every result, whatever its type, carries bf16's rounding.
-LOW_PRECISION = {"bf16_model": BF16_RTOL}
+#: float16 has 11 significant bits; TF's CPU kernels and aotc (f16 through f32, rounded after
+#: every op) round intermediates at different points: a few units in the last place of the
+#: largest result (measured: one).
+F16_RTOL = 2**-9
+#: Fixtures computed in bfloat16 or float16: every result, whatever its type, carries their
+#: rounding.
+LOW_PRECISION = {"bf16_model": BF16_RTOL, "f16_model": F16_RTOL, "f16_mixed_model": F16_RTOL}
 
 
 def fixture_rtol(name: str, default: float = 1e-5) -> float:
