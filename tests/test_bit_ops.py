@@ -102,7 +102,8 @@ ENTRY main {
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("f32[4] parameter(0)\n  ROOT r = u8[4] bitcast-convert(p)", "changes the element width"),
+        ("f32[4] parameter(0)\n  ROOT r = u8[4] bitcast-convert(p)", "does not match u8\\[4,4\\]"),
+        ("u8[3] parameter(0)\n  ROOT r = f32[] bitcast-convert(p)", "needs a last dimension of 4"),
         ("pred[4] parameter(0)\n  ROOT r = s8[4] bitcast-convert(p)", "not defined for pred"),
         ("f32[4] parameter(0)\n  ROOT r = f32[4] popcnt(p)", "needs an integer operand"),
         ("pred[4] parameter(0)\n  ROOT r = pred[4] shift-left(p, p)", "needs an integer"),

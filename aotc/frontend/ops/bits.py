@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
-from aotc.errors import ShapeError, UnsupportedError
+from aotc.errors import UnsupportedError
 from aotc.frontend.node import Node
 from aotc.frontend.ops.math import binary_elementwise, unary_elementwise
 from aotc.frontend.ops.registry import translates
@@ -82,16 +80,6 @@ def population_count(ctx: TranslationContext, node: Node, x: Instruction) -> Ins
 # ---- Bitcast ---------------------------------------------------------------------------------
 
 
-def _unsigned(width: int) -> PrimitiveType:
-    return PrimitiveType.from_numpy(np.dtype(f"u{width}"))
-
-
-def _as_unsigned(ctx: TranslationContext, x: Instruction) -> Instruction:
-    dtype = x.array_shape.dtype
-    unsigned = _unsigned(dtype.byte_size)
-    return x if dtype is unsigned else ctx.builder.bitcast_convert(x, unsigned)
-
-
 @translates("Bitcast", note="numeric types but bool; little-endian byte order")
 def bitcast(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
     src, dst = x.array_shape.dtype, PrimitiveType.from_numpy(node.dtype_attr("type"))
@@ -99,40 +87,6 @@ def bitcast(ctx: TranslationContext, node: Node, x: Instruction) -> Instruction:
         raise UnsupportedError(f"Bitcast from {src.value} to {dst.value}: bool has no bit layout")
     if src is dst:
         return x
-    if src.byte_size == dst.byte_size:
-        return ctx.builder.bitcast_convert(x, dst)
-    if src.byte_size > dst.byte_size:
-        parts = _split(ctx, _as_unsigned(ctx, x), dst.byte_size)
-    else:
-        parts = _join(ctx, node, _as_unsigned(ctx, x), dst.byte_size)
-    return parts if parts.array_shape.dtype is dst else ctx.builder.bitcast_convert(parts, dst)
-
-
-def _split(ctx: TranslationContext, wide: Instruction, width: int) -> Instruction:
-    """Each element as its ``k`` narrower pieces along a new last dimension, low bytes first."""
-    b, shape = ctx.builder, wide.array_shape
-    k, dims = shape.dtype.byte_size // width, (*shape.dims, shape.dtype.byte_size // width)
-    spread = b.broadcast(wide, dims, list(range(shape.rank)))
-    offsets = np.arange(k, dtype=shape.dtype.numpy) * np.array(8 * width, shape.dtype.numpy)
-    amounts = b.broadcast(b.constant(offsets), dims, [shape.rank])
-    pieces = b.binary(Opcode.SHIFT_RIGHT_LOGICAL, spread, amounts)
-    return b.convert(pieces, _unsigned(width))  # keeps the low bits
-
-
-def _join(ctx: TranslationContext, node: Node, narrow: Instruction, width: int) -> Instruction:
-    """The last dimension's ``k`` pieces (low bytes first) as one wider element."""
-    b, shape = ctx.builder, narrow.array_shape
-    k, wide = width // shape.dtype.byte_size, _unsigned(width)
-    if not shape.dims or shape.dims[-1] != k:
-        raise ShapeError(
-            f"Bitcast to a {width}-byte type needs a last dimension of {k}, got {shape}"
-        )
-    rest = shape.dims[:-1]
-    total: Instruction | None = None
-    for j in range(k):
-        starts, limits = [0] * len(rest) + [j], [*rest, j + 1]
-        piece = b.convert(b.reshape(b.slice(narrow, starts, limits, [1] * shape.rank), rest), wide)
-        moved = b.binary(Opcode.SHIFT_LEFT, piece, ctx.splat(8 * shape.dtype.byte_size * j, piece))
-        total = moved if total is None else b.binary(Opcode.OR, total, moved)
-    assert total is not None
-    return total
+    # a width change adds or drops a last dimension, as XLA's bitcast-convert does (lowered
+    # to shifts by passes/bitcast_width.py)
+    return ctx.builder.bitcast_convert(x, dst)
