@@ -133,6 +133,7 @@ def compile(  # noqa: A001 - aotc.compile mirrors the CLI's `aotc compile`
     tags: Sequence[str] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     cpp_class: str | None = None,
+    multicore: bool | None = None,
     cache_dir: str | Path | None = None,
     cache: bool = True,
 ) -> CompiledFunction:
@@ -140,14 +141,16 @@ def compile(  # noqa: A001 - aotc.compile mirrors the CLI's `aotc compile`
 
     ``signature``, ``tags`` and ``shapes`` are the SavedModel options (``--signature``,
     ``--tag``, ``--shape``); ``cpp_class`` (``"ns::Name"``, ``--cpp-class``) also makes the C++
-    class header (``fn.cpp_header``). ``cache=False`` always recompiles; ``cache_dir`` adds the
-    on-disk cache the CLI uses.
+    class header (``fn.cpp_header``); ``multicore=False`` leaves the multi-core entry points out
+    of the object (``--no-multicore``; default: the config's ``multicore:``). ``cache=False``
+    always recompiles; ``cache_dir`` adds the on-disk cache the CLI uses.
     """
     options = SourceOptions(
         signature,
         tuple(tags) if tags else None,
         {k: tuple(int(d) for d in v) for k, v in (shapes or {}).items()},
         cpp_class=cpp_class,
+        multicore=multicore,
         api=True,
     )
     policy = CachePolicy(enabled=cache, disk=cache_dir is not None, folder=cache_dir, memory=True)

@@ -131,11 +131,17 @@ _BUILD_FILES = {
     "--cmake-dir": ("cmake", "Print the folder of aotc's CMake package config (aotc_DIR)."),
     "--make-include": ("make/aotc.mk", "Print the path of aotc.mk, the Make include."),
     "--bazel-dir": ("bazel", "Print the folder of aotc's Bazel rules (a local_repository)."),
+    "--include-dir": (
+        "include",
+        "Print the folder of aotc's C headers (aotc_threadpool.h: a pthread pool for "
+        "<name>_run_buffers_mt).",
+    ),
 }
 
 
 def build_file_options(fn: F) -> F:
-    """``--cmake-dir``, ``--make-include``, ``--bazel-dir``: print a path and exit."""
+    """``--cmake-dir``, ``--make-include``, ``--bazel-dir``, ``--include-dir``: print a path
+    and exit."""
     for flag, (relative, help_text) in _BUILD_FILES.items():
 
         def show(ctx: click.Context, _: click.Parameter, value: bool, path: str = relative) -> None:
@@ -350,6 +356,12 @@ def many_options(fn: F) -> F:
     help="Also write PREFIX.hpp: a header-only C++ class shaped like tfcompile's (overrides "
     "the config's cpp_class:).",
 )
+@click.option(
+    "--no-multicore",
+    is_flag=True,
+    help="Leave out <name>_run_buffers_mt and <name>_temp_bytes_mt, the multi-core entry "
+    "points (microcontrollers; overrides the config's multicore:).",
+)
 @click.option("--target-triple", help="LLVM target triple, e.g. aarch64-unknown-linux-gnu.")
 @click.option("--target-cpu", help="LLVM CPU name, e.g. generic, skylake-avx512, neoverse-n1.")
 @click.option("--target-features", help='LLVM feature string, e.g. "+avx2,+fma".')
@@ -382,6 +394,7 @@ def compile_command(
     depfile: str | None,
     name: str | None,
     cpp_class: str | None,
+    no_multicore: bool,
     target_triple: str | None,
     target_cpu: str | None,
     target_features: str | None,
@@ -428,7 +441,10 @@ def compile_command(
     settings = CompileSettings(
         TargetOverrides(target_triple, target_cpu, target_features),
         replace(
-            source_options(signature, tags, shapes, checkpoint), name=name, cpp_class=cpp_class
+            source_options(signature, tags, shapes, checkpoint),
+            name=name,
+            cpp_class=cpp_class,
+            multicore=False if no_multicore else None,
         ),
         pipeline_options(dump_to, dump_pass_re, formats, disabled_passes),
         CachePolicy(

@@ -77,7 +77,8 @@ class Target:
 class Config:
     """A whole config; empty ``feeds``/``fetches`` mean "infer them from the graph".
 
-    ``cpp_class`` (``ns::Name``) asks for the C++ class header too (``--cpp-class``)."""
+    ``cpp_class`` (``ns::Name``) asks for the C++ class header too (``--cpp-class``);
+    ``multicore: false`` leaves the multi-core entry points out (``--no-multicore``)."""
 
     name: str | None = None
     feeds: tuple[Feed, ...] = ()
@@ -86,9 +87,10 @@ class Config:
     path: str | None = None
     variables: tuple[Variable, ...] = ()
     cpp_class: str | None = None
+    multicore: bool = True
 
 
-_TOP_KEYS = ("name", "feeds", "fetches", "variables", "target", "cpp_class")
+_TOP_KEYS = ("name", "feeds", "fetches", "variables", "target", "cpp_class", "multicore")
 _FEED_KEYS = ("name", "shape", "dtype")
 _FETCH_KEYS = ("name",)
 _VARIABLE_KEYS = ("name", "shape", "dtype", "readonly")
@@ -120,6 +122,7 @@ def parse_config(data: object, source: str = "<config>") -> Config:
         path=source,
         variables=tuple(variables),
         cpp_class=checker.cpp_class(top.get("cpp_class")),
+        multicore=checker.flag(top.get("multicore", True), "multicore"),
     )
 
 
@@ -151,6 +154,11 @@ class _Checker:
 
     def name(self, value: object) -> str | None:
         return None if value is None else self.string(value, "name")
+
+    def flag(self, value: object, key: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false, got {_show(value)}")
+        return value
 
     def cpp_class(self, value: object) -> str | None:
         if value is None:

@@ -66,6 +66,7 @@ def compile_graph(
             spec,
             progress.detail,
             source.config.cpp_class,
+            source.config.multicore,
         )
     report = build_report(assignment, pipeline.timings, source.notes, model)
     return CompileResult(model, report)

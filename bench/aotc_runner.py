@@ -3,7 +3,9 @@
 The driver reads the input from a file, calls ``<name>_run_buffers`` once and writes the
 result (for the accuracy check), then warms up and times calls one by one with
 ``clock_gettime(CLOCK_MONOTONIC)`` until both a minimum count and a time budget are reached,
-and prints the median. Buffers are 64-byte aligned; ``temp`` is allocated once.
+and prints the median. Buffers are 64-byte aligned; ``temp`` is allocated once. Linked with
+``threads`` > 0, it calls ``<name>_run_buffers_mt`` with a pool of that many threads from the
+shipped ``aotc_threadpool.h`` (``aotc --include-dir``) instead.
 """
 
 from __future__ import annotations
@@ -25,6 +27,14 @@ DRIVER = r"""
 #include <string.h>
 #include <time.h>
 #include "@NAME@.h"
+#if AOTC_THREADS > 0
+#include "aotc_threadpool.h"
+#define RUN() @name@_run_buffers_mt(args, results, temp, pool)
+#define TEMP_BYTES @name@_temp_bytes_mt(AOTC_THREADS)
+#else
+#define RUN() @name@_run_buffers(args, results, temp)
+#define TEMP_BYTES @UPPER@_TEMP_BYTES
+#endif
 
 #define MAX_RUNS 100000
 static double samples[MAX_RUNS];
@@ -59,17 +69,21 @@ int main(int argc, char **argv) {
   fclose(f);
   args[0] = x;
   for (int j = 0; j < @UPPER@_NUM_RESULTS; ++j) results[j] = aligned(@name@_result_info[j].bytes);
-  void *temp = aligned(@UPPER@_TEMP_BYTES);
-  if (@name@_run_buffers(args, results, temp) != 0) return 4;
+#if AOTC_THREADS > 0
+  aotc_threadpool *pool = aotc_threadpool_create(AOTC_THREADS);
+  if (!pool) return 6;
+#endif
+  void *temp = aligned(TEMP_BYTES);
+  if (RUN() != 0) return 4;
   f = fopen(argv[2], "wb");
   if (!f || fwrite(results[0], 1, @UPPER@_RESULT0_BYTES, f) != @UPPER@_RESULT0_BYTES) return 5;
   fclose(f);
-  for (int i = 0; i < warmup; ++i) @name@_run_buffers(args, results, temp);
+  for (int i = 0; i < warmup; ++i) RUN();
   int n = 0;
   double start = now_ms();
   while (n < MAX_RUNS && (n < min_runs || now_ms() - start < budget)) {
     double t0 = now_ms();
-    @name@_run_buffers(args, results, temp);
+    RUN();
     samples[n++] = now_ms() - t0;
   }
   qsort(samples, n, sizeof(double), cmp);
@@ -99,11 +113,19 @@ def compile_model(
     return time.perf_counter() - start
 
 
-def link_driver(name: str, work: Path) -> Path:
-    """The timing program for ``work/name.o``, built with ``cc -O2``."""
+#: aotc_threadpool.h in this checkout (what ``aotc --include-dir`` prints once installed).
+INCLUDE = Path(__file__).resolve().parents[1] / "aotc" / "include"
+
+
+def link_driver(name: str, work: Path, threads: int = 0) -> Path:
+    """The timing program for ``work/name.o``, built with ``cc -O2``; ``threads`` > 0: timing
+    ``<name>_run_buffers_mt`` on a pool of that many threads (the shipped pthread pool)."""
     (work / "driver.c").write_text(_driver_source(name))
     exe = work / "driver"
-    cmd = [CC, "-O2", "-std=c99", "-I", str(work), str(work / "driver.c"), str(work / f"{name}.o")]
+    cmd = [CC, "-O2", "-std=c99", "-I", str(work), f"-DAOTC_THREADS={threads}"]
+    if threads > 0:
+        cmd += ["-pthread", "-I", str(INCLUDE)]
+    cmd += [str(work / "driver.c"), str(work / f"{name}.o")]
     done = subprocess.run([*cmd, "-o", str(exe), "-lm"], capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"cc failed: {done.stderr.strip()[-300:]}")

@@ -107,7 +107,17 @@ LIBM_SYMBOLS = frozenset(
 
 def entry_points(name: str) -> set[str]:
     """The symbols every model object exports, and no others."""
-    return {f"{name}_run", f"{name}_run_buffers", f"{name}_cpu_level"}
+    return {
+        f"{name}_run",
+        f"{name}_run_buffers",
+        f"{name}_cpu_level",
+        *multicore_entry_points(name),
+    }
+
+
+def multicore_entry_points(name: str) -> set[str]:
+    """The multi-core entry points an object has unless built without them."""
+    return {f"{name}_run_buffers_mt", f"{name}_temp_bytes_mt"}
 
 
 def exported_and_undefined_symbols(object_bytes: bytes) -> tuple[set[str], set[str]]:

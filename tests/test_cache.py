@@ -119,6 +119,7 @@ CHANGED = {
         "checkpoint": "ckpt/model",
         "name": "renamed",
         "cpp_class": "ns::Model",
+        "multicore": False,
     },
     TargetOverrides: {"triple": "aarch64-unknown-linux-gnu", "cpu": "generic", "features": "+fma"},
     PipelineOptions: {"disabled": frozenset({"cse"}), "check_changed": True, "verify": False},

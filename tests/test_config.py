@@ -78,14 +78,14 @@ def test_scalar_shape_and_explicit_nulls(tmp_path: Path) -> None:
     [
         (
             "- 1\n- 2\n",
-            "expected a mapping with keys name, feeds, fetches, variables, target, cpp_class; "
-            "got [1, 2]",
+            "expected a mapping with keys name, feeds, fetches, variables, target, cpp_class, "
+            "multicore; got [1, 2]",
         ),
         ("just a string\n", "expected a mapping"),
         (
             "feed: [x]\n",
             "unknown key 'feed' (expected one of: name, feeds, fetches, variables, target, "
-            "cpp_class); did you mean 'feeds'?",
+            "cpp_class, multicore); did you mean 'feeds'?",
         ),
         ("feeds: [{name: x, shap: [1]}]\n", "feeds[0]: unknown key 'shap'"),
         ("fetches: [{name: y, dtype: float32}]\n", "fetches[0]: unknown key 'dtype'"),

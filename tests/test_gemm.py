@@ -15,7 +15,7 @@ import pytest
 from llvmlite import ir
 
 from aotc.codegen.irtypes import PTR, VOID, call_intrinsic
-from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args
+from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args, gemm_split
 from aotc.codegen.kernels.gemm_plan import GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
 from aotc.codegen.kernels.gemm_tile import gep
 from aotc.codegen.target import TargetArch, TargetSpec, create_target_machine, emit_object, optimize
@@ -32,15 +32,23 @@ def bias_relu(b: ir.IRBuilder, acc: ir.Value, row: ir.Value, col: ir.Value) -> i
 
 
 def gemm_module(plan: GemmPlan, info: VectorInfo) -> ir.Module:
-    """Exported ``wrapP_E(C, A, B, scratch, bias)`` per variant (P: packed B, E: epilogue)."""
+    """Exported ``wrapP_E(C, A, B, scratch, bias)`` per variant (P: packed B, E: epilogue).
+
+    Each wrapper computes the GEMM in two calls, the units ``[0, half)`` and ``[half,
+    units)`` of ``gemm_split``, as two threads would.
+    """
     module = ir.Module("gemm_test")
+    units = gemm_split(plan)[1]
     for packed, epi in VARIANTS:
         options = GemmOptions(packed, bias_relu if epi else None, int(epi))
         name = f"gemm{int(packed)}{int(epi)}"
         gemm = emit_gemm(module, name, plan, info, options)
         wrap = ir.Function(module, ir.FunctionType(VOID, [PTR] * 5), f"wrap{int(packed)}{int(epi)}")
         b = ir.IRBuilder(wrap.append_basic_block())
-        b.call(gemm, list(wrap.args)[: 4 + int(epi)])
+        pointers = list(wrap.args)
+        for lo, hi in ((0, units // 2), (units // 2, units)):
+            bounds = [ir.Constant(ir.IntType(64), v) for v in (lo, hi)]
+            b.call(gemm, [*pointers[:4], *bounds, *pointers[4 : 4 + int(epi)]])
         b.ret_void()
     return module
 

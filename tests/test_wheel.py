@@ -55,6 +55,7 @@ def check_contents(dist: Path) -> None:
         names = set(whl.namelist())
     assert {"aotc/__init__.py", "aotc/cli.py", "aotc/proto/aotc_tf_pb2.py"} <= names
     shipped = {"aotc/cmake/aotcConfig.cmake", "aotc/make/aotc.mk", "aotc/bazel/aotc.bzl"}
+    shipped |= {"aotc/include/aotc_threadpool.h"}
     shared = {f"aotc-{version}.data/data/share/cmake/aotc/aotcConfig.cmake"}
     assert shipped | shared <= names
     assert not any(n.startswith(("tests/", "examples/", "bench/")) for n in names)
@@ -87,6 +88,8 @@ def test_wheel_installs_and_compiles_from_another_folder(tmp_path: Path) -> None
 
 def check_cmake_finds(venv: Path, project: Path) -> None:
     """find_package(aotc) without hints, with only the environment's bin folder on PATH."""
+    include = Path(run([venv / "bin" / "aotc", "--include-dir"], cwd=venv).strip())
+    assert include.is_relative_to(venv) and (include / "aotc_threadpool.h").is_file()
     cmake_dir = Path(run([venv / "bin" / "aotc", "--cmake-dir"], cwd=venv).strip())
     assert cmake_dir.is_relative_to(venv) and (cmake_dir / "aotcConfig.cmake").is_file()
     if shutil.which("cmake") is None:

@@ -7,6 +7,7 @@ kernels in order, every buffer's place): the driver's compile report is built fr
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -112,12 +113,14 @@ def compile_module_assigned(
     target: TargetSpec = HOST,
     on_progress: Callable[[str], None] | None = None,
     cpp_class: str | None = None,
+    multicore: bool = True,
 ) -> tuple[CompiledModel, BufferAssignment]:
     """``compile_module``, and the buffer assignment the code was emitted with.
 
     ``cpp_class`` (``ns::Name``) adds the C++ class header. ``on_progress`` hears how far
     codegen is ("kernels 12/53", "LLVM optimization", "object code"): the driver shows it on
-    the progress line, codegen itself knows no terminal.
+    the progress line, codegen itself knows no terminal. ``multicore=False`` leaves the
+    multi-core entry points out (microcontrollers).
     """
     say = on_progress or _silent
     updated = [i for i, a in enumerate(args) if a.updated]
@@ -127,7 +130,13 @@ def compile_module_assigned(
     if len(levels) > 1:
         require_asm_parser(resolved, "a portable x86-64 object (its cpuid)")
     llvm_module, assignment = emit_module_assigned(
-        module, name, levels, updated, lambda k, n: say(f"kernels {k}/{n}")
+        module,
+        name,
+        levels,
+        updated,
+        lambda k, n: say(f"kernels {k}/{n}"),
+        multicore=multicore,
+        size_bits=pointer_bits(str(tm.target_data)),
     )
     temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
@@ -136,7 +145,7 @@ def compile_module_assigned(
     optimized = optimize_parsed(_parse_and_free(llvm_module), tm)
     say("object code")
     object_bytes = emit_object(optimized, tm)
-    built = Built(resolved, levels, object_sizes(object_bytes))
+    built = Built(resolved, levels, object_sizes(object_bytes), multicore)
     model = CompiledModel(
         name=name,
         object_bytes=object_bytes,
@@ -146,7 +155,7 @@ def compile_module_assigned(
         args=list(args),
         results=list(results),
         target=resolved,
-        cpp_header=render_cpp_class(cpp_class, name, args, results, temp_bytes)
+        cpp_header=render_cpp_class(cpp_class, name, args, results, temp_bytes, multicore)
         if cpp_class
         else "",
     )
@@ -169,6 +178,12 @@ def _parse_and_free(llvm_module: ir.Module) -> llvm.ModuleRef:
 
 def _silent(_: str) -> None:
     pass
+
+
+def pointer_bits(data_layout: str) -> int:
+    """The width of pointers (and ``size_t``) in an LLVM data layout string (default 64)."""
+    match = re.search(r"(?:^|-)p:(\d+)", data_layout)
+    return int(match.group(1)) if match else 64
 
 
 def _check_signature(

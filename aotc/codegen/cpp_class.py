@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aotc.abi import ALIGN, cpp_class_parts
-from aotc.codegen.header import C_TYPES, c_string, describe
+from aotc.codegen.header import C_TYPES, THREADPOOL_TYPEDEF, c_string, describe
 from aotc.codegen.interface import TensorInfo
 
 #: On the first lines of every class header (how aotc recognizes one it wrote).
@@ -31,16 +31,14 @@ _TAKEN = frozenset(("data", "size"))
 
 # Shared by every aotc C++ header; the versioned guard and inline namespace make two different
 # bases in one program a compile error (an ambiguous aotc::XlaCompiledCpuFunction), never a
-# silent mix. Run() calls the single-threaded entry point: set_thread_pool keeps an
-# aotc_threadpool for the parallel one (<name>_run_buffers_mt) once objects have it.
-_BASE = f"""#ifndef AOTC_CPP_CLASS_BASE_V1
-#define AOTC_CPP_CLASS_BASE_V1
+# silent mix. Run() calls the single-threaded entry point, or with an aotc_threadpool given to
+# set_thread_pool the multi-core one (<name>_run_buffers_mt) where the object has it.
+_BASE = f"""#ifndef AOTC_CPP_CLASS_BASE_V2
+#define AOTC_CPP_CLASS_BASE_V2
 
-// The thread pool of aotc's parallel entry point (declared by the C headers that have one).
-struct aotc_threadpool;
-
+{THREADPOOL_TYPEDEF}
 namespace aotc {{
-inline namespace cpp_v1 {{
+inline namespace cpp_v2 {{
 
 // What every class aotc generates shares, as tfcompile's classes share
 // tensorflow::XlaCompiledCpuFunction: the buffers, Run() and the untyped accessors.
@@ -48,6 +46,10 @@ class XlaCompiledCpuFunction {{
  public:
   // A model's C entry point, <name>_run_buffers: 0 on success.
   typedef int (*RawFunction)(const void* const* args, void* const* results, void* temp);
+  // Its multi-core entry point, <name>_run_buffers_mt, and <name>_temp_bytes_mt.
+  typedef int (*RawFunctionMt)(const void* const* args, void* const* results, void* temp,
+                               const ::aotc_threadpool* pool);
+  typedef size_t (*TempSizeMt)(int num_threads);
 
   // One compiled model, described by its generated class (StaticData()).
   struct StaticData {{
@@ -63,6 +65,8 @@ class XlaCompiledCpuFunction {{
     const char* const* arg_names;       // the feeds' names, then nullptr
     const char* const* variable_names;  // the variables' names, then nullptr
     const char* const* result_names;    // the fetches' names, then nullptr
+    RawFunctionMt raw_function_mt;  // nullptr: built without it (--no-multicore)
+    TempSizeMt temp_size_mt;
   }};
 
   // Which buffers the constructor allocates (tfcompile's names).
@@ -85,7 +89,10 @@ class XlaCompiledCpuFunction {{
       : static_data_(&static_data) {{
     Allocate(alloc_mode != AllocMode::RESULTS_PROFILES_AND_TEMPS_ONLY);
   }}
-  virtual ~XlaCompiledCpuFunction() {{ ::operator delete(block_); }}
+  virtual ~XlaCompiledCpuFunction() {{
+    ::operator delete(block_);
+    ::operator delete(mt_block_);
+  }}
 
   XlaCompiledCpuFunction(const XlaCompiledCpuFunction&) = delete;
   XlaCompiledCpuFunction& operator=(const XlaCompiledCpuFunction&) = delete;
@@ -94,8 +101,9 @@ class XlaCompiledCpuFunction {{
   // and not used. Run() is single-threaded and computes the same numbers with or without it.
   template <typename Pool>
   void set_thread_pool(const Pool*) {{}}
-  // aotc's own pool: kept for the parallel entry point; until the object has one, Run() stays
-  // single-threaded.
+  // aotc's own pool (aotc_threadpool.h, or the caller's): Run() splits the large kernels over
+  // its threads (<name>_run_buffers_mt), with the same results; nullptr: single-threaded.
+  // The pool must outlive the Run() calls; objects built with --no-multicore ignore it.
   void set_thread_pool(const ::aotc_threadpool* pool) {{ thread_pool_ = pool; }}
   const ::aotc_threadpool* thread_pool() const {{ return thread_pool_; }}
 
@@ -110,7 +118,7 @@ class XlaCompiledCpuFunction {{
                     ", ...) before Run()");
       }}
     }}
-    const int status = static_data_->raw_function(args_, results_, temp_);
+    const int status = Call();
     if (status != 0) return Fail("the model returned " + std::to_string(status));
     return true;
   }}
@@ -163,6 +171,26 @@ class XlaCompiledCpuFunction {{
  private:
   static size_t RoundUp(size_t bytes) {{
     return (bytes + MinAlign() - 1) / MinAlign() * MinAlign();
+  }}
+
+  // The entry point for the pool given (if any), with the temp bytes it needs.
+  int Call() {{
+    const StaticData& d = *static_data_;
+    if (thread_pool_ == nullptr || d.raw_function_mt == nullptr) {{
+      return d.raw_function(args_, results_, temp_);
+    }}
+    const size_t need = d.temp_size_mt(thread_pool_->num_threads);
+    void* temp = temp_;
+    if (need > d.temp_size) {{  // per-thread scratch: a block of its own
+      if (mt_temp_size_ < need) {{
+        ::operator delete(mt_block_);
+        mt_block_ = ::operator new(need + MinAlign());
+        mt_temp_size_ = need;
+      }}
+      const uintptr_t at = reinterpret_cast<uintptr_t>(mt_block_);
+      temp = static_cast<unsigned char*>(mt_block_) + (MinAlign() - at % MinAlign()) % MinAlign();
+    }}
+    return d.raw_function_mt(args_, results_, temp, thread_pool_);
   }}
 
   static int Find(const char* const* names, const std::string& name) {{
@@ -222,10 +250,12 @@ class XlaCompiledCpuFunction {{
   void** results_ = nullptr;
   void* temp_ = nullptr;
   const ::aotc_threadpool* thread_pool_ = nullptr;
+  void* mt_block_ = nullptr;  // temp of the multi-core entry, when larger than temp_
+  size_t mt_temp_size_ = 0;
   std::string error_msg_;
 }};
 
-}}  // namespace cpp_v1
+}}  // namespace cpp_v2
 }}  // namespace aotc
 
 #ifndef AOTC_NO_TENSORFLOW_ALIAS
@@ -236,7 +266,7 @@ typedef ::aotc::XlaCompiledCpuFunction XlaCompiledCpuFunction;
 }}  // namespace tensorflow
 #endif
 
-#endif  // AOTC_CPP_CLASS_BASE_V1
+#endif  // AOTC_CPP_CLASS_BASE_V2
 """
 
 _DIFFERENCES = """\
@@ -284,26 +314,35 @@ def render_cpp_class(
     args: Sequence[TensorInfo],
     results: Sequence[TensorInfo],
     temp_bytes: int,
+    multicore: bool = True,
 ) -> str:
-    """The text of ``<name>.hpp`` for the class ``cpp_class`` (``ns::Name``)."""
+    """The text of ``<name>.hpp`` for the class ``cpp_class`` (``ns::Name``); ``multicore``:
+    the object has the multi-core entry points."""
     *namespaces, cls = cpp_class_parts(cpp_class)
     opening = "".join(f"namespace {ns} {{\n" for ns in namespaces)
     closing = "".join(f"}}  // namespace {ns}\n" for ns in reversed(namespaces))
     guard = f"AOTC_{name.upper()}_HPP_"
     return "".join(
         [
-            _preamble(name, cpp_class, guard),
+            _preamble(name, cpp_class, guard, multicore),
             _BASE,
             f"\n{opening}\n" if opening else "\n",
             _constants(cls, args, results),
-            _class(cls, name, args, results, temp_bytes),
+            _class(cls, name, args, results, (temp_bytes, multicore)),
             f"\n{closing}" if closing else "",
             f"\n#endif  // {guard}\n",
         ]
     )
 
 
-def _preamble(name: str, cpp_class: str, guard: str) -> str:
+def _preamble(name: str, cpp_class: str, guard: str, multicore: bool) -> str:
+    mt = (
+        f'extern "C" int {name}_run_buffers_mt(const void* const* args, void* const* results,\n'
+        f"                                  void* temp, const struct aotc_threadpool* pool);\n"
+        f'extern "C" size_t {name}_temp_bytes_mt(int num_threads);\n'
+        if multicore
+        else ""
+    )
     return f"""// The C++ class {cpp_class} of the model {name},
 // {CPP_HEADER_MARK.decode()} Do not edit.
 // Header-only, C++11 or later: link the model's object file (or library), which defines
@@ -322,7 +361,7 @@ def _preamble(name: str, cpp_class: str, guard: str) -> str:
 
 // The C entry point, as the model's C header declares it.
 extern "C" int {name}_run_buffers(const void* const* args, void* const* results, void* temp);
-
+{mt}
 """
 
 
@@ -358,8 +397,10 @@ def _class(
     name: str,
     args: Sequence[TensorInfo],
     results: Sequence[TensorInfo],
-    temp_bytes: int,
+    temp: tuple[int, bool],
 ) -> str:
+    """The class; ``temp``: the temp bytes, and whether the object has the multi-core entry."""
+    temp_bytes = temp[0]
     feeds = [_Tensor(a, i) for i, a in enumerate(args) if not a.variable]
     variables = [_Tensor(a, i) for i, a in enumerate(args) if a.variable]
     fetches = [_Tensor(r, j) for j, r in enumerate(results)]
@@ -383,7 +424,7 @@ class {cls} final : public ::aotc::XlaCompiledCpuFunction,
     return static_cast<int64_t>(StaticData().result_sizes[index]);
   }}
 
-{_static_data(name, args, results, temp_bytes)}
+{_static_data(name, args, results, temp)}
   {cls}(AllocMode alloc_mode = AllocMode::ARGS_VARIABLES_RESULTS_PROFILES_AND_TEMPS)
       : XlaCompiledCpuFunction(StaticData(), alloc_mode) {{}}
 
@@ -425,8 +466,9 @@ def _class_comment(
 
 
 def _static_data(
-    name: str, args: Sequence[TensorInfo], results: Sequence[TensorInfo], temp_bytes: int
+    name: str, args: Sequence[TensorInfo], results: Sequence[TensorInfo], temp: tuple[int, bool]
 ) -> str:
+    temp_bytes, multicore = temp
     feeds = [a for a in args if not a.variable]
     variables = [a for a in args if a.variable]
     updated = [i for i, a in enumerate(args) if a.updated]
@@ -444,6 +486,8 @@ def _static_data(
         "kArgNames",
         "kVariableNames",
         "kResultNames",
+        f"::{name}_run_buffers_mt" if multicore else "nullptr",
+        f"::{name}_temp_bytes_mt" if multicore else "nullptr",
     ]
     return f"""  // The model as the base class sees it.
   static const ::aotc::XlaCompiledCpuFunction::StaticData& StaticData() {{

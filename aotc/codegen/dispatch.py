@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import I1, I32, PTR
+from aotc.codegen.irtypes import I1, I32
 from aotc.codegen.target import PORTABLE, TargetSpec, llvm_arch
 from aotc.codegen.vector import AVX2, AVX512, SSE, VectorInfo, vector_info
 
@@ -180,10 +180,15 @@ def _has_bits(
 
 
 def emit_dispatch(
-    module: ir.Module, name: str, levels: tuple[CpuLevel, ...], bodies: list[ir.Function]
+    module: ir.Module,
+    name: str,
+    levels: tuple[CpuLevel, ...],
+    bodies: list[ir.Function],
+    suffix: str = "",
 ) -> ir.Function:
-    """``<name>_run_buffers``: calls the body of the level ``<name>_cpu_level()`` returns."""
-    fn = ir.Function(module, ir.FunctionType(I32, [PTR, PTR, PTR]), f"{name}_run_buffers")
+    """``<name>_run_buffers<suffix>``: calls the body of the level ``<name>_cpu_level()``
+    returns (the bodies all take the entry point's arguments)."""
+    fn = ir.Function(module, bodies[0].function_type, f"{name}_run_buffers{suffix}")
     fn.attributes.add("nounwind")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     level = b.call(module.globals[f"{name}_cpu_level"], [])

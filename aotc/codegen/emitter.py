@@ -1,10 +1,14 @@
-"""Emit the LLVM module of an HLO module: kernels, constants and the three entry points.
+"""Emit the LLVM module of an HLO module: kernels, constants and the entry points.
 
 * ``int <name>_run_buffers(const void *const *args, void *const *results, void *temp)``
   runs every kernel in order, then the result copies, and returns 0.
 * ``int <name>_run(const T0 *arg0, ..., T *result0, ..., void *temp)`` packs its pointers
   into arrays and calls ``<name>_run_buffers``.
 * ``int <name>_cpu_level(void)``: the cpu level the program runs at (``dispatch.py``).
+* Unless left out (``multicore=False``): ``int <name>_run_buffers_mt(args, results, temp,
+  const aotc_threadpool *pool)``, the same program calling the same kernels, large ones
+  split over the caller's pool, and ``size_t <name>_temp_bytes_mt(int num_threads)``
+  (``parallel.py``).
 
 Each kernel is an internal function taking its output and operand buffers as ``noalias``
 pointers (the vectorizer needs no runtime alias checks); kernels stay calls (``noinline``).
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from llvmlite import ir
@@ -38,7 +42,7 @@ from aotc.codegen.buffers import (
 )
 from aotc.codegen.control_flow import ControlFlow
 from aotc.codegen.dispatch import CpuLevel, emit_cpu_level, emit_dispatch
-from aotc.codegen.irtypes import I8, I32, PTR, VOID, alloca, i64, load_element, readonly_global
+from aotc.codegen.irtypes import I8, I32, I64, PTR, VOID, alloca, i64, load_element, readonly_global
 from aotc.codegen.kernels import (
     kernel_emitter,
     kernel_packed_operands,
@@ -47,7 +51,15 @@ from aotc.codegen.kernels import (
 )
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
-from aotc.codegen.loops import function_builder
+from aotc.codegen.loops import Split, function_builder
+from aotc.codegen.parallel import (
+    KernelFunction,
+    Pool,
+    ScratchLayout,
+    emit_temp_bytes_mt,
+    open_pool,
+    scratch_layout,
+)
 from aotc.codegen.program import (
     BranchEnd,
     BranchNext,
@@ -67,7 +79,11 @@ from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, Module, Opcode
 from aotc.hlo.memory import byte_size
 
-KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value]], None]
+KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value], Split | None], None]
+
+#: Kernels touching fewer bytes (operands and results) stay whole in the multi-core entry:
+#: a ``parallel_for`` costs about a microsecond of wake-up and joining, what such a kernel runs.
+PARALLEL_BYTES = 64 * 1024
 
 
 @dataclass
@@ -85,11 +101,17 @@ class _Entry:
     pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
     flow: ControlFlow | None = None  # the loops and conditionals being emitted
     written_back: dict[int, int] = field(default_factory=dict)  # root element -> argument
-    # In an object with several levels: kernels emitted once for all levels (by name), the
-    # lowest level's vector shape (theirs) and the prefix of this level's function names.
-    once: dict[str, ir.Function] | None = None
+    # Every kernel and copy function emitted (by name), shared by all programs of the module:
+    # in an object with several levels those emitted once for all levels, and a level's
+    # multi-core program calls its single-threaded program's functions.
+    emitted: dict[str, KernelFunction] = field(default_factory=dict)
+    # In an object with several levels: the lowest level's vector shape (that of kernels
+    # emitted once) and the prefix of this level's function names.
+    multilevel: bool = False
     baseline: VectorInfo = GENERIC
     prefix: str = ""
+    layout: ScratchLayout | None = None  # per-thread scratch; None: no multi-core entry
+    pool: Pool | None = None  # the caller's pool, in the multi-core entry
 
 
 def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tuple[ir.Module, int]:
@@ -105,6 +127,8 @@ def emit_module_assigned(
     levels: Sequence[CpuLevel] = (CpuLevel(0, GENERIC, ""),),
     updated: Sequence[int] = (),
     on_kernel: Callable[[int, int], None] | None = None,
+    multicore: bool = True,
+    size_bits: int = 64,
 ) -> tuple[ir.Module, BufferAssignment]:
     """The LLVM module for ``module`` and the buffer assignment it was emitted with.
 
@@ -113,37 +137,82 @@ def emit_module_assigned(
     levels share one buffer assignment, its scratch the largest any level needs. The last
     ``len(updated)`` root elements are written back to those arguments, after every kernel has
     run (kernels may still read the old value). ``on_kernel(done, total)`` is called after
-    each kernel is emitted (progress for large models).
+    each kernel is emitted (progress for large models). ``multicore`` adds the multi-core
+    entry points (``size_bits``: the target's ``size_t``).
     """
     levels = tuple(levels)
     vectors = [level.vector for level in levels]
     num_results = len(module.entry.root.operands) - len(updated)
     written_back = {num_results + k: arg for k, arg in enumerate(updated)}
+
+    def scratch_size(inst: Instruction) -> int:
+        return max(kernel_scratch_bytes(inst, v) for v in vectors)
+
     assignment = assign_buffers(
-        module.entry,
-        scratch_size=lambda inst: max(kernel_scratch_bytes(inst, v) for v in vectors),
-        late=frozenset(written_back),
+        module.entry, scratch_size=scratch_size, late=frozenset(written_back)
     )
     llvm_module = ir.Module(name=name)
     constants = _constant_globals(llvm_module, assignment, vectors)
     emit_cpu_level(llvm_module, name, levels)
-    once: dict[str, ir.Function] | None = {} if len(levels) > 1 else None
+    scratch = max(map(scratch_size, assignment.kernels), default=0)
+    layout = scratch_layout(assignment.temp_bytes, scratch) if multicore else None
+    emitted: dict[str, KernelFunction] = {}
     done, total = itertools.count(1), len(assignment.kernels) * len(levels)
 
     def kernel_done() -> None:
         if on_kernel is not None:
             on_kernel(next(done), total)
 
-    bodies = []
+    bodies: dict[str, list[ir.Function]] = {"": [], "_mt": []}
     for level in levels:
-        entry = _new_entry(llvm_module, name, level, constants, once)
-        entry.written_back, entry.baseline = written_back, vectors[0]
-        _emit_program(entry, assignment, kernel_done)
-        bodies.append(entry.builder.function)
-    run_buffers = bodies[0] if once is None else emit_dispatch(llvm_module, name, levels, bodies)
+        for suffix in bodies if multicore else [""]:
+            entry = _new_entry(llvm_module, name, level, constants, (len(levels) > 1, suffix))
+            entry.written_back, entry.baseline = written_back, vectors[0]
+            entry.emitted, entry.layout = emitted, layout
+            if suffix:
+                entry.pool = _open_pool(entry, assignment, layout)  # type: ignore[arg-type]
+            _emit_program(entry, assignment, kernel_done if not suffix else lambda: None)
+            bodies[suffix].append(entry.builder.function)
+    run_buffers = _dispatched(llvm_module, name, levels, bodies[""], "")
     params = module.entry.parameters
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), num_results)
+    if layout is not None:
+        _dispatched(llvm_module, name, levels, bodies["_mt"], "_mt")
+        emit_temp_bytes_mt(llvm_module, name, layout, ir.IntType(size_bits))
     return llvm_module, assignment
+
+
+def _dispatched(
+    llvm_module: ir.Module,
+    name: str,
+    levels: Sequence[CpuLevel],
+    bodies: list[ir.Function],
+    suffix: str,
+) -> ir.Function:
+    """The exported ``<name>_run_buffers<suffix>``: the one body, or a dispatch among them."""
+    if len(levels) == 1:
+        return bodies[0]
+    return emit_dispatch(llvm_module, name, tuple(levels), bodies, suffix)
+
+
+def _open_pool(entry: _Entry, assignment: BufferAssignment, layout: ScratchLayout) -> Pool:
+    """Read the multi-core entry's pool argument in its entry block."""
+    block = entry.builder.function.entry_basic_block
+    b = ir.IRBuilder(block)
+    b.position_before(block.terminator)
+    pool = entry.builder.function.args[3]
+    return open_pool(b, pool, entry.temp, _most_pointers(assignment), layout)
+
+
+def _most_pointers(assignment: BufferAssignment) -> int:
+    """The most pointers any kernel function takes (outputs, operands, scratch)."""
+    counts = [1]
+    for step in assignment.program:
+        if isinstance(step, Kernel):
+            location = assignment.location(step.inst)
+            outputs = len(location) if isinstance(location, tuple) else 1
+            counts.append(outputs + len(step.inst.operands) + 1)
+    return max(counts)
 
 
 def _constant_globals(
@@ -162,22 +231,24 @@ def _new_entry(
     name: str,
     level: CpuLevel,
     constants: list[ir.Value],
-    once: dict[str, ir.Function] | None,
+    kind: tuple[bool, str],
 ) -> _Entry:
-    """The function running the program at ``level``: the entry point itself, or (``once``
-    given: an object with several levels) the level's internal body, which the dispatching
-    entry point calls."""
-    fn_name = f"{name}_run_buffers" + (f".{level.cpu}" if once is not None else "")
-    fn = ir.Function(llvm_module, ir.FunctionType(I32, [PTR, PTR, PTR]), fn_name)
+    """The function running the program at ``level``: the entry point itself, or (``kind``:
+    an object with several levels) the level's internal body, which the dispatching entry
+    point calls; ``kind``'s suffix ``_mt``: the multi-core program, which takes the pool."""
+    multilevel, mt = kind
+    fn_name = f"{name}_run_buffers{mt}" + (f".{level.cpu}" if multilevel else "")
+    params = [PTR, PTR, PTR, PTR] if mt else [PTR, PTR, PTR]
+    fn = ir.Function(llvm_module, ir.FunctionType(I32, params), fn_name)
     fn.attributes.add("nounwind")
-    if once is not None:
+    if multilevel:
         fn.linkage = "internal"
     mark_function(fn, level.vector)
     builder = function_builder(fn)  # the entry block: pointers loops and branches use
-    args, results, temp = fn.args
+    args, results, temp = fn.args[:3]
     entry = _Entry(llvm_module, builder, args, results, temp, constants, level.vector)
     entry.flow = ControlFlow(builder)
-    entry.once, entry.prefix = once, f"{level.cpu}." if once is not None else ""
+    entry.multilevel, entry.prefix = multilevel, f"{level.cpu}." if multilevel else ""
     return entry
 
 
@@ -284,7 +355,7 @@ def _copy(entry: _Entry, copy: Copy, name: str) -> None:
     if copy.source.same_bytes(copy.target):
         return
 
-    def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
+    def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], _: Split | None) -> None:
         emit_store_loop(b, buffer_reader(ins[0], shape), outs[0], shape)
 
     source, target = _pointer(entry, copy.source), _pointer(entry, copy.target)
@@ -387,18 +458,24 @@ def _call_kernel_part(
         for n, buf in enumerate(operand_buffers)
         if isinstance(first, Buffer) and buf.same_bytes(first)
     )
-    level = _level(entry, byte_size(inst) + sum(byte_size(op) for op in operands))
+    touched = byte_size(inst) + sum(byte_size(op) for op in operands)
+    level = _level(entry, touched)
     # the scratch pointer travels as one more input, after the operands
     scratch = assignment.scratch if kernel_scratch_bytes(inst, level.vector) > 0 else None
     extra = [scratch] if scratch is not None else []
+    splits = entry.layout is not None and part is None and touched >= PARALLEL_BYTES
+    # tasks of at least half PARALLEL_BYTES each
+    most_tasks = max(2, 2 * touched // PARALLEL_BYTES) if splits else 0
 
-    def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value]) -> None:
+    def body(
+        b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], split: Split | None
+    ) -> None:
         operand_ptrs = ins[: len(operands)]
         readers = [_operand_reader(op, ptr) for op, ptr in zip(operands, operand_ptrs, strict=True)]
         scratch_ptr = ins[len(operands)] if extra else None
         io = KernelIO(
             inst, outs, readers, list(operand_ptrs), scratch_ptr, level.vector, aliased,
-            part=part,
+            part=part, split=split,
         )  # fmt: skip
         emitter(b, io)
 
@@ -414,6 +491,8 @@ def _call_kernel_part(
         level,
         aligned=[_is_aligned(buf) for buf in buffers],
         same_as=_written_in_place(buffers, len(outputs)),  # type: ignore[arg-type]
+        split=most_tasks,
+        scratch=bool(extra),
     )
 
 
@@ -447,10 +526,6 @@ class _Level:
     vector: VectorInfo
     prefix: str
 
-    @property
-    def once(self) -> bool:
-        return not self.prefix
-
 
 # A kernel touching at most this many bytes (operands and results) gains nothing from wider
 # vectors: it fits the vector registers of one AVX-512 core (32 x 64 bytes) many times over
@@ -460,7 +535,7 @@ _ONCE_BYTES = 2048
 
 def _level(entry: _Entry, touched_bytes: int) -> _Level:
     """The level a kernel touching ``touched_bytes`` is emitted at in ``entry``'s program."""
-    if entry.once is not None and touched_bytes <= _ONCE_BYTES:
+    if entry.multilevel and touched_bytes <= _ONCE_BYTES:
         return _Level(entry.baseline, "")
     return _Level(entry.vector, entry.prefix)
 
@@ -474,37 +549,66 @@ def _call_function(
     level: _Level,
     aligned: Sequence[bool] = (),
     same_as: Sequence[int | None] = (),
+    split: int = 0,
+    scratch: bool = False,
 ) -> None:
     """Emit ``void name(ptr noalias out..., ptr noalias in...)`` at ``level`` and call it.
 
     A pointer whose ``same_as`` names an output (an output computed in place over it) is no
-    argument of its own: the body reads it through that output's. In an object with several
-    levels, a kernel emitted once is emitted by the first level's program and called by the
-    others.
+    argument of its own: the body reads it through that output's. With ``split`` (the most
+    tasks the kernel is worth) the body is offered a split (two more ``i64`` arguments,
+    ``loops.Split``); ``scratch``: the last input
+    is the kernel's scratch. A function emitted before (by another level's program, for a
+    kernel emitted once, or by this level's single-threaded program) is called again.
     """
     pointers = [*outputs, *inputs]
     own = [k for k in range(len(pointers)) if k >= len(same_as) or same_as[k] is None]
-    if level.once and entry.once is not None and name in entry.once:
-        entry.builder.call(entry.once[name], [pointers[k] for k in own])
-        return
-    fn = ir.Function(entry.module, ir.FunctionType(VOID, [PTR] * len(own)), level.prefix + name)
+    known = entry.emitted.get(level.prefix + name)
+    if known is None:
+        shape = (len(pointers), len(outputs))
+        known = _emit_function(entry, name, own, shape, body, level, aligned, same_as, split)
+        if scratch:
+            known = replace(known, scratch=len(own) - 1)
+        entry.emitted[level.prefix + name] = known
+    known.call(entry.builder, [pointers[k] for k in own], entry.pool, entry.layout)  # type: ignore[arg-type]
+
+
+def _emit_function(
+    entry: _Entry,
+    name: str,
+    own: list[int],
+    counts: tuple[int, int],
+    body: KernelBody,
+    level: _Level,
+    aligned: Sequence[bool],
+    same_as: Sequence[int | None],
+    split: int,
+) -> KernelFunction:
+    """The function ``_call_function`` calls (see there), emitted; ``counts``: of pointers,
+    of outputs."""
+    num_pointers, num_outputs = counts
+    ranges = [I64, I64] if split else []
+    fn_type = ir.FunctionType(VOID, [PTR] * len(own) + ranges)
+    fn = ir.Function(entry.module, fn_type, level.prefix + name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     fn.attributes.add("noinline")  # keeps -O3 time linear in the number of kernels
     mark_function(fn, level.vector)
-    if level.once and entry.once is not None:
-        entry.once[name] = fn
-    args = dict(zip(own, fn.args, strict=True))
+    args = dict(zip(own, fn.args[: len(own)], strict=True))
     for k, arg in args.items():
         arg.add_attribute("noalias")
         arg.add_attribute("captures(none)")
         if k < len(aligned) and aligned[k]:
             arg.attributes.align = ALIGN
-    params = [args[k] if k in args else args[same_as[k]] for k in range(len(pointers))]  # type: ignore[index]
+    params = [args[k] if k in args else args[same_as[k]] for k in range(num_pointers)]  # type: ignore[index]
     builder = function_builder(fn)
-    body(builder, params[: len(outputs)], params[len(outputs) :])
+    offered = Split(fn.args[-2], fn.args[-1]) if split else None
+    body(builder, params[:num_outputs], params[num_outputs:], offered)
     builder.ret_void()
-    entry.builder.call(fn, [pointers[k] for k in own])
+    if offered is None:
+        return KernelFunction(fn, None, None, level.vector)
+    units = offered.units or 1
+    return KernelFunction(fn, units, None, level.vector, min(units, split))
 
 
 def _emit_typed_entry(

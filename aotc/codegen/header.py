@@ -83,6 +83,7 @@ class Built:
     target: TargetSpec  # resolved
     levels: tuple[CpuLevel, ...]
     sizes: ObjectSizes
+    multicore: bool = True  # the object has the multi-core entry points
 
 
 def render_header(
@@ -98,6 +99,7 @@ def render_header(
         _preamble(name, upper, built),
         _macros(upper, args, results, temp_bytes),
         _prototypes(name, args, results, built.levels),
+        *([_multicore(name)] if built.multicore else []),
         _tables(name, args, results),
         f'#ifdef __cplusplus\n}}  /* extern "C" */\n#endif\n\n#endif  /* {upper}_H */\n',
     ]
@@ -201,6 +203,37 @@ int {name}_run_buffers(const void *const *args, void *const *results, void *temp
 
 {_cpu_level_comment(levels)}
 int {name}_cpu_level(void);
+"""
+
+
+#: The thread-pool interface, also defined (under the same guard) by aotc_threadpool.h.
+THREADPOOL_TYPEDEF = """#ifndef AOTC_THREADPOOL_DEFINED
+#define AOTC_THREADPOOL_DEFINED
+/* A thread pool the caller lends the multi-core entry points: parallel_for(ctx, n, fn, arg)
+   runs fn(arg, 0) ... fn(arg, n-1), on any threads, and returns when all have returned.
+   aotc_threadpool.h (in the folder `aotc --include-dir` prints) makes one on pthreads. */
+typedef struct aotc_threadpool {
+  void *ctx;
+  int num_threads;
+  void (*parallel_for)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
+} aotc_threadpool;
+#endif
+"""
+
+
+def _multicore(name: str) -> str:
+    """The multi-core entry points and the pool type they take."""
+    upper = name.upper()
+    return f"""{THREADPOOL_TYPEDEF}
+/* Scratch memory {name}_run_buffers_mt needs with a pool of num_threads threads (at least
+   {upper}_TEMP_BYTES: the kernels' per-thread packing buffers come on top). */
+size_t {name}_temp_bytes_mt(int num_threads);
+/* {name}_run_buffers with the large kernels split over pool->num_threads threads of
+   `pool` (NULL: single-threaded); `temp` holds {name}_temp_bytes_mt(pool->num_threads)
+   bytes. Results are bit-identical to {name}_run's: each element is computed by one thread,
+   in the same order. Calls of it may overlap if each has its own temp and pool. */
+int {name}_run_buffers_mt(const void *const *args, void *const *results, void *temp,
+                          const aotc_threadpool *pool);
 """
 
 

@@ -16,6 +16,7 @@ _FLAGS = {
     "checkpoint": "--checkpoint",
     "name": "--name",
     "cpp_class": "--cpp-class",
+    "multicore": "--no-multicore",
 }
 
 
@@ -27,7 +28,8 @@ class SourceOptions:
     ``shapes`` fixes the unknown dimensions of a SavedModel signature input (by key) or of a
     GraphDef feed (by feed name, as in the config); ``checkpoint`` is a TF checkpoint prefix to
     freeze a GraphDef's variables from; ``name`` (``--name``) overrides the config's ``name:``
-    and ``cpp_class`` (``--cpp-class``) its ``cpp_class:``; ``api`` only changes the messages.
+    and ``cpp_class`` (``--cpp-class``) its ``cpp_class:``, ``multicore`` (False:
+    ``--no-multicore``) its ``multicore:``; ``api`` only changes the messages.
     """
 
     signature: str | None = None
@@ -36,13 +38,15 @@ class SourceOptions:
     checkpoint: str | None = None
     name: str | None = None
     cpp_class: str | None = None
+    multicore: bool | None = None
     api: bool = False
 
     def key(self) -> str:
         """A stable text form of what changes the compiled model, for cache keys (the
         checkpoint's bytes are keyed apart)."""
         shapes = sorted((k, list(v)) for k, v in self.shapes.items())
-        return repr((self.signature, self.tags, shapes, self.checkpoint, self.name, self.cpp_class))
+        named = (self.name, self.cpp_class, self.multicore)
+        return repr((self.signature, self.tags, shapes, self.checkpoint, *named))
 
     def spell(self, option: str) -> str:
         """``signature``, ``tags``, ``shapes``, ``checkpoint``, ``name`` or ``cpp_class`` as the

@@ -94,7 +94,8 @@ def load_model_config(
     path: str | Path, config_path: str | Path | None, options: SourceOptions
 ) -> Config:
     """The config of the model at ``path``: ``config_path``, else its ``.yaml`` sibling, else
-    the defaults; ``options.name`` and ``options.cpp_class`` replace the config's."""
+    the defaults; ``options.name``, ``options.cpp_class`` and ``options.multicore`` replace the
+    config's."""
     found = config_file(path, config_path)
     config = load_config_file(found) if found else Config()
     if options.cpp_class:
@@ -104,6 +105,8 @@ def load_model_config(
             given = options.spell("cpp_class") + ("" if options.api else " ")
             raise UsageError(f"{given}{options.cpp_class!r}: {e}") from None
         config = replace(config, cpp_class=options.cpp_class)
+    if options.multicore is not None:
+        config = replace(config, multicore=options.multicore)
     return replace(config, name=options.name) if options.name else config
 
 

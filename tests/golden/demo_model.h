@@ -41,6 +41,28 @@ int demo_model_run_buffers(const void *const *args, void *const *results, void *
    one above); without --target-cpu an x86-64 object picks one at run time. */
 int demo_model_cpu_level(void);
 
+#ifndef AOTC_THREADPOOL_DEFINED
+#define AOTC_THREADPOOL_DEFINED
+/* A thread pool the caller lends the multi-core entry points: parallel_for(ctx, n, fn, arg)
+   runs fn(arg, 0) ... fn(arg, n-1), on any threads, and returns when all have returned.
+   aotc_threadpool.h (in the folder `aotc --include-dir` prints) makes one on pthreads. */
+typedef struct aotc_threadpool {
+  void *ctx;
+  int num_threads;
+  void (*parallel_for)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
+} aotc_threadpool;
+#endif
+
+/* Scratch memory demo_model_run_buffers_mt needs with a pool of num_threads threads (at least
+   DEMO_MODEL_TEMP_BYTES: the kernels' per-thread packing buffers come on top). */
+size_t demo_model_temp_bytes_mt(int num_threads);
+/* demo_model_run_buffers with the large kernels split over pool->num_threads threads of
+   `pool` (NULL: single-threaded); `temp` holds demo_model_temp_bytes_mt(pool->num_threads)
+   bytes. Results are bit-identical to demo_model_run's: each element is computed by one thread,
+   in the same order. Calls of it may overlap if each has its own temp and pool. */
+int demo_model_run_buffers_mt(const void *const *args, void *const *results, void *temp,
+                          const aotc_threadpool *pool);
+
 /* Static descriptions of the arguments and results, each list ending with an
    all-zero entry. */
 typedef struct {

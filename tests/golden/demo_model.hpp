@@ -28,15 +28,27 @@
 
 // The C entry point, as the model's C header declares it.
 extern "C" int demo_model_run_buffers(const void* const* args, void* const* results, void* temp);
+extern "C" int demo_model_run_buffers_mt(const void* const* args, void* const* results,
+                                  void* temp, const struct aotc_threadpool* pool);
+extern "C" size_t demo_model_temp_bytes_mt(int num_threads);
 
-#ifndef AOTC_CPP_CLASS_BASE_V1
-#define AOTC_CPP_CLASS_BASE_V1
+#ifndef AOTC_CPP_CLASS_BASE_V2
+#define AOTC_CPP_CLASS_BASE_V2
 
-// The thread pool of aotc's parallel entry point (declared by the C headers that have one).
-struct aotc_threadpool;
+#ifndef AOTC_THREADPOOL_DEFINED
+#define AOTC_THREADPOOL_DEFINED
+/* A thread pool the caller lends the multi-core entry points: parallel_for(ctx, n, fn, arg)
+   runs fn(arg, 0) ... fn(arg, n-1), on any threads, and returns when all have returned.
+   aotc_threadpool.h (in the folder `aotc --include-dir` prints) makes one on pthreads. */
+typedef struct aotc_threadpool {
+  void *ctx;
+  int num_threads;
+  void (*parallel_for)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
+} aotc_threadpool;
+#endif
 
 namespace aotc {
-inline namespace cpp_v1 {
+inline namespace cpp_v2 {
 
 // What every class aotc generates shares, as tfcompile's classes share
 // tensorflow::XlaCompiledCpuFunction: the buffers, Run() and the untyped accessors.
@@ -44,6 +56,10 @@ class XlaCompiledCpuFunction {
  public:
   // A model's C entry point, <name>_run_buffers: 0 on success.
   typedef int (*RawFunction)(const void* const* args, void* const* results, void* temp);
+  // Its multi-core entry point, <name>_run_buffers_mt, and <name>_temp_bytes_mt.
+  typedef int (*RawFunctionMt)(const void* const* args, void* const* results, void* temp,
+                               const ::aotc_threadpool* pool);
+  typedef size_t (*TempSizeMt)(int num_threads);
 
   // One compiled model, described by its generated class (StaticData()).
   struct StaticData {
@@ -59,6 +75,8 @@ class XlaCompiledCpuFunction {
     const char* const* arg_names;       // the feeds' names, then nullptr
     const char* const* variable_names;  // the variables' names, then nullptr
     const char* const* result_names;    // the fetches' names, then nullptr
+    RawFunctionMt raw_function_mt;  // nullptr: built without it (--no-multicore)
+    TempSizeMt temp_size_mt;
   };
 
   // Which buffers the constructor allocates (tfcompile's names).
@@ -81,7 +99,10 @@ class XlaCompiledCpuFunction {
       : static_data_(&static_data) {
     Allocate(alloc_mode != AllocMode::RESULTS_PROFILES_AND_TEMPS_ONLY);
   }
-  virtual ~XlaCompiledCpuFunction() { ::operator delete(block_); }
+  virtual ~XlaCompiledCpuFunction() {
+    ::operator delete(block_);
+    ::operator delete(mt_block_);
+  }
 
   XlaCompiledCpuFunction(const XlaCompiledCpuFunction&) = delete;
   XlaCompiledCpuFunction& operator=(const XlaCompiledCpuFunction&) = delete;
@@ -90,8 +111,9 @@ class XlaCompiledCpuFunction {
   // and not used. Run() is single-threaded and computes the same numbers with or without it.
   template <typename Pool>
   void set_thread_pool(const Pool*) {}
-  // aotc's own pool: kept for the parallel entry point; until the object has one, Run() stays
-  // single-threaded.
+  // aotc's own pool (aotc_threadpool.h, or the caller's): Run() splits the large kernels over
+  // its threads (<name>_run_buffers_mt), with the same results; nullptr: single-threaded.
+  // The pool must outlive the Run() calls; objects built with --no-multicore ignore it.
   void set_thread_pool(const ::aotc_threadpool* pool) { thread_pool_ = pool; }
   const ::aotc_threadpool* thread_pool() const { return thread_pool_; }
 
@@ -106,7 +128,7 @@ class XlaCompiledCpuFunction {
                     ", ...) before Run()");
       }
     }
-    const int status = static_data_->raw_function(args_, results_, temp_);
+    const int status = Call();
     if (status != 0) return Fail("the model returned " + std::to_string(status));
     return true;
   }
@@ -159,6 +181,26 @@ class XlaCompiledCpuFunction {
  private:
   static size_t RoundUp(size_t bytes) {
     return (bytes + MinAlign() - 1) / MinAlign() * MinAlign();
+  }
+
+  // The entry point for the pool given (if any), with the temp bytes it needs.
+  int Call() {
+    const StaticData& d = *static_data_;
+    if (thread_pool_ == nullptr || d.raw_function_mt == nullptr) {
+      return d.raw_function(args_, results_, temp_);
+    }
+    const size_t need = d.temp_size_mt(thread_pool_->num_threads);
+    void* temp = temp_;
+    if (need > d.temp_size) {  // per-thread scratch: a block of its own
+      if (mt_temp_size_ < need) {
+        ::operator delete(mt_block_);
+        mt_block_ = ::operator new(need + MinAlign());
+        mt_temp_size_ = need;
+      }
+      const uintptr_t at = reinterpret_cast<uintptr_t>(mt_block_);
+      temp = static_cast<unsigned char*>(mt_block_) + (MinAlign() - at % MinAlign()) % MinAlign();
+    }
+    return d.raw_function_mt(args_, results_, temp, thread_pool_);
   }
 
   static int Find(const char* const* names, const std::string& name) {
@@ -218,10 +260,12 @@ class XlaCompiledCpuFunction {
   void** results_ = nullptr;
   void* temp_ = nullptr;
   const ::aotc_threadpool* thread_pool_ = nullptr;
+  void* mt_block_ = nullptr;  // temp of the multi-core entry, when larger than temp_
+  size_t mt_temp_size_ = 0;
   std::string error_msg_;
 };
 
-}  // namespace cpp_v1
+}  // namespace cpp_v2
 }  // namespace aotc
 
 #ifndef AOTC_NO_TENSORFLOW_ALIAS
@@ -232,7 +276,7 @@ typedef ::aotc::XlaCompiledCpuFunction XlaCompiledCpuFunction;
 }  // namespace tensorflow
 #endif
 
-#endif  // AOTC_CPP_CLASS_BASE_V1
+#endif  // AOTC_CPP_CLASS_BASE_V2
 
 namespace demo {
 namespace nested {
@@ -294,7 +338,8 @@ class Demo final : public ::aotc::XlaCompiledCpuFunction,
     static const char* const kResultNames[] = {"y", "odd \"name\" */", nullptr};
     static const ::aotc::XlaCompiledCpuFunction::StaticData kStaticData = {
         ::demo_model_run_buffers, 5, 2, 2, 3, kArgSizes, kResultSizes, kResultArgs, 128,
-        kArgNames, kVariableNames, kResultNames};
+        kArgNames, kVariableNames, kResultNames, ::demo_model_run_buffers_mt,
+        ::demo_model_temp_bytes_mt};
     return kStaticData;
   }
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from aotc.codegen.irtypes import load_element
+from aotc.codegen.loops import Split
 from aotc.codegen.vector import GENERIC, VectorInfo
 from aotc.hlo.ir import Instruction
 from aotc.hlo.shape import Shape
@@ -45,7 +46,9 @@ class KernelIO:
     on the fly (a fused producer) or not known to be a plain buffer; ``scratch`` points to
     ``SCRATCH[opcode](inst, vector)`` bytes of 64-byte aligned scratch (None when the hook
     asked for none); ``vector`` is the target's SIMD shape. A kernel emitted in parts
-    (``PARTS`` in ``kernels/__init__.py``) gets the operands of one ``part``.
+    (``PARTS`` in ``kernels/__init__.py``) gets the operands of one ``part``. A kernel large
+    enough to run on several threads is offered a ``split`` (``loops.Split``), which it may
+    claim at its outer loop.
     """
 
     inst: Instruction
@@ -56,6 +59,7 @@ class KernelIO:
     vector: VectorInfo = GENERIC
     aliased: frozenset[int] = frozenset()  # operands whose buffer is the output's (in place)
     part: KernelPart | None = None  # the part of the kernel this function computes
+    split: Split | None = None  # the outer-loop range this call computes, when offered
 
     def pointer(self, number: int) -> ir.Value | None:
         """Operand ``number``'s buffer pointer, if it has one."""

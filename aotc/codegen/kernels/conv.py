@@ -56,7 +56,7 @@ from aotc.codegen.kernels.dot import multiply_add
 from aotc.codegen.kernels.dot_gemm import GemmCall, GemmDot, VectorEpilogueFactory, emit_gemm_dot
 from aotc.codegen.kernels.scalar_ops import convert
 from aotc.codegen.kernels.window import Row, if_inside, place, window_positions
-from aotc.codegen.loops import loop_nest
+from aotc.codegen.loops import Split, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
 from aotc.hlo.finite import skips_zeros_exactly
@@ -174,16 +174,15 @@ def emit_convolution_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     spec = conv_fast_path(io.inst)
     lhs_ptr, rhs_ptr = io.pointer(0), io.pointer(1)
     if spec is not None and lhs_ptr is not None and rhs_ptr is not None:
-        emit_conv_fast_path(
-            b, spec, io.vector, GemmCall(io.outputs[0], lhs_ptr, rhs_ptr, io.scratch)
-        )
+        call = GemmCall(io.outputs[0], lhs_ptr, rhs_ptr, io.scratch, split=io.split)
+        emit_conv_fast_path(b, spec, io.vector, call)
         return
     out = io.inst.array_shape
 
     def store(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> None:
         store_element(b, value, io.outputs[0], out, index)
 
-    emit_conv_loops(b, io.inst, io.operands, store)
+    emit_conv_loops(b, io.inst, io.operands, store, split=io.split)
 
 
 def emit_conv_loops(
@@ -192,9 +191,11 @@ def emit_conv_loops(
     operands: Sequence[ElementGenerator],
     finish: Finish,
     kernel: Instruction | None = None,
+    split: Split | None = None,
 ) -> None:
     """The loop kernel: each output element goes to ``finish`` (a store, or an epilogue);
-    ``kernel`` is where the kernel operand comes from, when not the operand itself."""
+    ``kernel`` is where the kernel operand comes from, when not the operand itself. With
+    ``split``, the outermost output-point loop runs its range."""
     attrs = inst.attrs_as(ConvAttrs)
     if attrs.batch_group_count != 1:
         raise CodegenError(
@@ -208,7 +209,7 @@ def emit_conv_loops(
     d = attrs.dims
     row = Row(b, acc_dtype, conv.features, "acc")
     points = [out.dims[d.output_batch], *(out.dims[s] for s in d.output_spatial)]
-    with loop_nest(b, points, "p") as point:
+    with loop_nest(b, points, "p", split) as point:
         zero = scalar_constant(row.element_type, 0)
         with loop_nest(b, [conv.features], "z") as (c,):
             row.store(b, zero, c)

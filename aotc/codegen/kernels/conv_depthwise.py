@@ -109,7 +109,7 @@ def emit_depthwise_conv(
 ) -> None:
     """Compute the convolution into ``call.out`` (lhs: the input, rhs: the HWIO kernel)."""
     apply = epilogue(b, list(call.extras)) if epilogue is not None else None
-    with loop_nest(b, [spec.batch, spec.out_hw[0]], "dw") as (n, oh):
+    with loop_nest(b, [spec.batch, spec.out_hw[0]], "dw", call.split) as (n, oh):
         tile = _Tile(spec, info, call, apply, n, oh)
         for region in spec.regions():
             emit_column_tiles(b, region, spec.points(info), partial(_emit_columns, tile=tile))

@@ -24,7 +24,14 @@ from llvmlite import ir
 from aotc.codegen.irtypes import F32, PTR, add_nuw, i64, mul_nuw
 from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogueFactory, packed_weights
 from aotc.codegen.kernels.elemental import delinearize
-from aotc.codegen.kernels.gemm import APacker, APanel, GemmOptions, emit_gemm, extra_args
+from aotc.codegen.kernels.gemm import (
+    APacker,
+    APanel,
+    GemmOptions,
+    emit_gemm,
+    extra_args,
+    gemm_split,
+)
 from aotc.codegen.kernels.gemm_plan import KC, GemmPlan, gemm_scratch_bytes, plan_gemm
 from aotc.codegen.kernels.gemm_tile import Epilogue, gep, offset
 from aotc.codegen.kernels.window import window_positions
@@ -215,7 +222,9 @@ def emit_conv_gemm(
     gemm = emit_gemm(b.module, name, plan, info, options)
     rhs = packed_weights(b.module, name, plan, spec.weights) if options.b_packed else call.rhs
     scratch = call.scratch if call.scratch is not None else ir.Constant(PTR, None)
-    b.call(gemm, [call.out, call.lhs, rhs, scratch, *call.extras])
+    units = gemm_split(plan)[1]
+    bounds = call.split.claim(units) if call.split else (i64(0), i64(units))
+    b.call(gemm, [call.out, call.lhs, rhs, scratch, *bounds, *call.extras])
 
 
 def _tile_epilogue(spec: ConvGemm, factory: VectorEpilogueFactory, n_extra: int) -> Epilogue:

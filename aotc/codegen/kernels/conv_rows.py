@@ -158,7 +158,7 @@ def emit_row_conv(
     plan = spec.plan(info)
     weights = packed_weights(b.module, f"{b.function.name}.rowconv", plan, spec.weights)
     apply = epilogue(b, list(call.extras)) if epilogue is not None else None
-    with loop_nest(b, [spec.batch, spec.out_hw[0]], "rc") as (n, oh):
+    with loop_nest(b, [spec.batch, spec.out_hw[0]], "rc", call.split) as (n, oh):
         row = _Row(spec, plan, call, weights, apply, n, oh)
         for start, columns, count in _tile_runs(spec, info):
             if count == 1:

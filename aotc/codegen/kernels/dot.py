@@ -38,7 +38,8 @@ def emit_dot_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     spec = gemm_dot(io.inst)
     lhs, rhs = io.pointer(0), io.pointer(1)
     if spec is not None and lhs is not None and rhs is not None:
-        emit_gemm_dot(b, spec, io.vector, GemmCall(io.outputs[0], lhs, rhs, io.scratch))
+        call = GemmCall(io.outputs[0], lhs, rhs, io.scratch, split=io.split)
+        emit_gemm_dot(b, spec, io.vector, call)
         return
     out = io.inst.array_shape
 

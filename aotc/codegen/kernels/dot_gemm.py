@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from llvmlite import ir
 
-from aotc.codegen.irtypes import I64, PTR, add_nuw, i64, readonly_global
+from aotc.codegen.irtypes import I32, I64, PTR, add_nuw, i64, readonly_global
 from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
 from aotc.codegen.kernels.elemental import delinearize, make_generator
 from aotc.codegen.kernels.elemental_vector import (
@@ -40,10 +40,10 @@ from aotc.codegen.kernels.elemental_vector import (
     lanewise,
     splat_generator,
 )
-from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args
+from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args, gemm_split
 from aotc.codegen.kernels.gemm_plan import KC, GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
 from aotc.codegen.kernels.gemm_tile import Epilogue, gep
-from aotc.codegen.loops import for_range
+from aotc.codegen.loops import Split, for_range
 from aotc.codegen.vector import VectorInfo
 from aotc.hlo.ir import DotDims, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
@@ -177,6 +177,7 @@ class GemmCall:
     rhs: ir.Value
     scratch: ir.Value | None
     extras: Sequence[ir.Value] = ()  # pointers the epilogue factory reads
+    split: Split | None = None  # the kernel's offered split (``loops.Split``), if any
 
 
 def emit_gemm_dot(
@@ -187,7 +188,8 @@ def emit_gemm_dot(
     epilogue: EpilogueFactory | None = None,
     vector_epilogue: VectorEpilogueFactory | None = None,
 ) -> None:
-    """Compute the dot into ``call.out`` with one GEMM call per batch.
+    """Compute the dot into ``call.out`` with one GEMM call per batch (its units in the
+    range of ``call.split``, claimed here: batches times ``gemm_split`` units).
 
     The fused epilogue, if any, is given per vector (``vector_epilogue``, preferred) or per
     element (``epilogue``, applied lane by lane).
@@ -209,10 +211,39 @@ def emit_gemm_dot(
     rhs = packed_weights(b.module, name, plan, spec.b_constant) if options.b_packed else call.rhs
     scratch = call.scratch if call.scratch is not None else ir.Constant(PTR, None)
     strides = (spec.m * spec.n, spec.m * spec.k, 0 if options.b_packed else spec.k * spec.n)
-    with for_range(b, spec.batch, "batch") as batch:
+    (first, stop), within = batch_range(b, spec.batch, gemm_split(plan)[1], call.split)
+    with for_range(b, stop, "batch", first) as batch:
         bases = (call.out, call.lhs, rhs)
         ptrs = [gep(b, p, b.mul(batch, i64(s))) for p, s in zip(bases, strides, strict=True)]
-        b.call(gemm, [*ptrs, scratch, b.inttoptr(batch, PTR), *call.extras])
+        bounds = within(b, batch)
+        b.call(gemm, [*ptrs, scratch, *bounds, b.inttoptr(batch, PTR), *call.extras])
+
+
+#: Per batch index, the range of that batch's GEMM units a call computes.
+UnitRange = Callable[[ir.IRBuilder, ir.Value], tuple[ir.Value, ir.Value]]
+
+
+def batch_range(
+    b: ir.IRBuilder, batch: int, units: int, split: Split | None
+) -> tuple[tuple[int | ir.Value, int | ir.Value], UnitRange]:
+    """The batches ``[first, stop)`` a call of ``batch`` GEMMs of ``units`` each runs, and
+    which units of each: all of them, or those in ``split``'s range (claimed here)."""
+    if split is None:
+        return (0, batch), lambda b, n: (i64(0), i64(units))
+    lo, hi = split.claim(batch * units)
+    # 32-bit divisions by a constant: multiplies, never a library call on 32-bit targets
+    assert batch * units < 1 << 31
+
+    def per_batch(value: ir.Value) -> ir.Value:
+        return b.zext(b.udiv(b.trunc(value, I32), ir.Constant(I32, units)), I64)
+
+    first, stop = per_batch(lo), per_batch(b.add(hi, i64(units - 1)))
+
+    def within(b: ir.IRBuilder, n: ir.Value) -> tuple[ir.Value, ir.Value]:
+        done = b.mul(n, i64(units))
+        return b.sub(lo, done), b.sub(hi, done)
+
+    return (first, stop), within
 
 
 # module -> (weights' memory, packed layout) -> (the weights, kept alive so their memory is

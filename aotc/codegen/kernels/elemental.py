@@ -29,7 +29,7 @@ from aotc.codegen.irtypes import (
 )
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart
 from aotc.codegen.kernels.scalar_ops import convert, emit_scalar
-from aotc.codegen.loops import loop_nest
+from aotc.codegen.loops import Split, loop_nest
 from aotc.errors import CodegenError
 from aotc.hlo.fusion_plan import MAX_FUSED_OPERANDS
 from aotc.hlo.ir import (
@@ -425,16 +425,21 @@ def emit_elemental_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     """One loop nest over the output; each element comes from the instruction's generator
     (a concatenation: one loop nest per operand)."""
     if io.inst.opcode is Opcode.CONCATENATE:
-        emit_concat_store_loops(b, io.inst, io.operands, io.outputs[0], io.part)
+        emit_concat_store_loops(b, io.inst, io.operands, io.outputs[0], io.part, io.split)
         return
     generator = make_generator(io.inst, io.operands)
-    emit_store_loop(b, generator, io.outputs[0], io.inst.array_shape)
+    emit_store_loop(b, generator, io.outputs[0], io.inst.array_shape, io.split)
 
 
 def emit_store_loop(
-    b: ir.IRBuilder, generator: ElementGenerator, out: ir.Value, shape: Shape
+    b: ir.IRBuilder,
+    generator: ElementGenerator,
+    out: ir.Value,
+    shape: Shape,
+    split: Split | None = None,
 ) -> None:
-    with loop_nest(b, shape.dims) as index:
+    """Store every element of ``shape`` (those of ``split``'s outer range) from ``generator``."""
+    with loop_nest(b, shape.dims, split=split) as index:
         store_element(b, generator(b, index), out, shape, index)
 
 
@@ -455,21 +460,24 @@ def emit_concat_store_loops(
     operands: Sequence[ElementGenerator],
     out: ir.Value,
     part: KernelPart | None = None,
+    split: Split | None = None,
 ) -> None:
     """A root ``concatenate``: one loop nest per operand over its part of the output.
 
     ``operands`` generate all of ``concat``'s operands, or those of one kernel ``part``. The
     generic loop would branch to the operand inside the innermost loop, which stops LLVM from
-    vectorizing a concatenation along the last (channel) dimension.
+    vectorizing a concatenation along the last (channel) dimension. ``split`` is claimed by
+    every nest's outermost loop where that is a dimension before the concatenated one.
     """
     dim, shape = concat.attrs_as(Dimensions).dimensions[0], concat.array_shape
+    split = split if any(size > 1 for size in shape.dims[:dim]) else None
     numbers = part.operands if part is not None else range(len(concat.operands))
     start = part.offset if part is not None else 0
     for generator, number in zip(operands, numbers, strict=True):
         size = concat.operands[number].array_shape.dims[dim]
         dims = [*shape.dims[:dim], size, *shape.dims[dim + 1 :]]
         if size > 0:
-            with not_unrolled(b), loop_nest(b, dims) as index:
+            with not_unrolled(b), loop_nest(b, dims, split=split) as index:
                 at = [*index[:dim], add_nuw(b, index[dim], i64(start)), *index[dim + 1 :]]
                 store_element(b, generator(b, index), out, shape, at)
         start += size

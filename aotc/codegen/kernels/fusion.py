@@ -140,9 +140,9 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
         return
     if root.opcode is Opcode.CONCATENATE:
         operands = [gens[id(op)] for op in root.operands]
-        emit_concat_store_loops(b, root, operands, io.outputs[0])
+        emit_concat_store_loops(b, root, operands, io.outputs[0], split=io.split)
         return
-    emit_store_loop(b, gens[id(root)], io.outputs[0], root.array_shape)
+    emit_store_loop(b, gens[id(root)], io.outputs[0], root.array_shape, io.split)
 
 
 def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
@@ -199,7 +199,7 @@ def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: I
         and rhs is not None
         and len(pointers) == len(io.pointers)
     ):
-        call = GemmCall(io.outputs[0], lhs, rhs, io.scratch, pointers)
+        call = GemmCall(io.outputs[0], lhs, rhs, io.scratch, pointers, io.split)
         factory = partial(_epilogue, io.inst)
         emit_gemm_dot(b, spec, io.vector, call, vector_epilogue=factory)
         return
@@ -240,7 +240,7 @@ def _emit_conv_output_fusion(
     x, w = (io.pointer(parameter_number(op)) for op in conv.operands)
     pointers = [p for p in io.pointers if p is not None]
     if spec is not None and x is not None and w is not None and len(pointers) == len(io.pointers):
-        call = GemmCall(io.outputs[0], x, w, io.scratch, pointers)
+        call = GemmCall(io.outputs[0], x, w, io.scratch, pointers, io.split)
         emit_conv_fast_path(b, spec, io.vector, call, partial(_epilogue, io.inst))
         return
     current: Cells = {}
@@ -252,7 +252,7 @@ def _emit_conv_output_fusion(
         store_element(b, gens[id(root)](b, index), io.outputs[0], root.array_shape, index)
 
     kernel = io.inst.operands[parameter_number(conv.operands[1])]
-    emit_conv_loops(b, conv, [gens[id(op)] for op in conv.operands], finish, kernel)
+    emit_conv_loops(b, conv, [gens[id(op)] for op in conv.operands], finish, kernel, io.split)
 
 
 def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> VectorEpilogue:
@@ -300,7 +300,7 @@ def _emit_row_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, plan: Fus
     shape = root.array_shape
     k = plan.row_rank
     row_dims = plan.cached[0].array_shape.dims
-    with loop_nest(b, row_dims, "row") as row:
+    with loop_nest(b, row_dims, "row", io.split) as row:
         for member in plan.cached:
             cells[id(member)] = _row_value(b, member, gens, row)
         if root.opcode is Opcode.REDUCE:

@@ -1,9 +1,13 @@
 """A packed, cache-blocked, register-tiled f32 GEMM emitted as LLVM IR with explicit vectors.
 
 ``emit_gemm`` adds an internal function ``void name(ptr C, ptr A, ptr B, ptr scratch,
-ptr extra...)`` computing ``C[M,N] = A[M,K] @ B[K,N]`` (all row-major, static shapes) to a
-module. The loop nest is BLIS's: ``jc`` (NC columns) > ``pc`` (KC of K; pack B) > ``ic`` (MC
-rows; pack A) > ``jr`` (NR) > ``ir`` (MR) > micro-kernel. Each loop runs over its full blocks,
+i64 lo, i64 hi, ptr extra...)`` computing ``C[M,N] = A[M,K] @ B[K,N]`` (all row-major, static
+shapes) to a module, or the part of it in units ``[lo, hi)`` of ``gemm_split``: MR row panels
+(a call packs only its own panels of A), or NR column tiles where there are few row panels
+(threads share a GEMM that way; each element of C is computed by one call, in the same order
+as by the whole GEMM). The
+loop nest is BLIS's: ``jc`` (NC columns) > ``pc`` (KC of K; pack B) > ``ic`` (MC rows; pack
+A) > ``jr`` (NR) > ``ir`` (MR) > micro-kernel. Each loop runs over its full blocks,
 then once more for a shorter last block specialized at compile time, so edges cost no runtime
 checks: packing pads with zeros and the tile store writes only the valid part.
 
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import F32, I1, PTR, VOID, add_nuw, i64
+from aotc.codegen.irtypes import F32, I1, I64, PTR, VOID, add_nuw, i64
 from aotc.codegen.kernels.gemm_plan import GemmPlan, a_scratch_bytes, round_up
 from aotc.codegen.kernels.gemm_tile import (
     Epilogue,
@@ -48,7 +52,9 @@ from aotc.codegen.vector import VectorInfo, mark_function
 
 TRUE = ir.Constant(I1, 1)
 FALSE = ir.Constant(I1, 0)
-FIXED_ARGS = 4  # C, A, B, scratch
+FIXED_ARGS = 6  # C, A, B, scratch, lo, hi
+#: Row panels from which a GEMM is split by rows even when it has more column tiles.
+SPLIT_ROW_PANELS = 8
 
 
 @dataclass(frozen=True)
@@ -95,22 +101,41 @@ def emit_gemm(
     fn = _new_function(module, name, FIXED_ARGS + options.extra_args)
     mark_function(fn, info)
     b = function_builder(fn)
-    c, a, b_ptr, scratch, *_ = fn.args
+    c, a, b_ptr, scratch, lo, hi, *_ = fn.args
     if plan.gemv:
-        _emit_gemv(b, plan, options, (c, a, b_ptr))
+        _emit_gemv(b, plan, options, (c, a, b_ptr), (lo, hi))
     else:
-        _Gemm(module, name, plan, info, options, b).emit(c, a, b_ptr, scratch)
+        _Gemm(module, name, plan, info, options, b).emit(c, a, b_ptr, scratch, (lo, hi))
     b.ret_void()
     return share(module, fn)
 
 
+def gemm_split(plan: GemmPlan) -> tuple[bool, int]:
+    """How the GEMM's calls may share it: (by rows, number of units).
+
+    Units are MR row panels (each call packs only its own panels of A) unless there are few
+    of them and more NR column tiles (late, small-image layers); GEMV always splits columns.
+    """
+    rows = -(-plan.m // plan.mr)
+    tiles = -(-plan.n // plan.nr)
+    by_rows = not plan.gemv and (rows >= SPLIT_ROW_PANELS or rows >= tiles)
+    return by_rows, rows if by_rows else tiles
+
+
 def _new_function(module: ir.Module, name: str, n_args: int) -> ir.Function:
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * n_args), name)
+    args = [PTR] * 4 + [I64] * 2 + [PTR] * (n_args - FIXED_ARGS)
+    fn = ir.Function(module, ir.FunctionType(VOID, args), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
-    for arg in fn.args[:FIXED_ARGS]:
+    for arg in fn.args[:4]:
         arg.add_attribute("noalias")
     return fn
+
+
+def _in_range(b: ir.IRBuilder, index: ir.Value, bounds: tuple[ir.Value, ir.Value]) -> ir.Value:
+    """Whether the unit ``index`` is one this call computes (``lo <= index < hi``)."""
+    lo, hi = bounds
+    return b.and_(b.icmp_signed(">=", index, lo), b.icmp_signed("<", index, hi))
 
 
 @dataclass(frozen=True)
@@ -155,9 +180,19 @@ class _Gemm:
         self.module, self.name, self.plan, self.info = module, name, plan, info
         self.options, self.b = options, b
         self.kernels: dict[tuple[int, int, int], ir.Function] = {}
+        self.by_rows = gemm_split(plan)[0]
+        self.bounds: tuple[ir.Value, ir.Value] = (i64(0), i64(0))
 
-    def emit(self, c: ir.Value, a: ir.Value, b_src: ir.Value, scratch: ir.Value) -> None:
+    def emit(
+        self,
+        c: ir.Value,
+        a: ir.Value,
+        b_src: ir.Value,
+        scratch: ir.Value,
+        bounds: tuple[ir.Value, ir.Value],
+    ) -> None:
         p, b = self.plan, self.b
+        self.bounds = bounds
         a_pack = scratch
         b_pack = gep(b, scratch, a_scratch_bytes(p) // 4)
         for jb in _each_block(b, p.n, p.nc, "jc"):
@@ -170,12 +205,30 @@ class _Gemm:
                     self._pack_b(b_src, b_pack, jb, pb)
                     bp = b_pack
                 for ib in _each_block(b, p.m, p.mc, "ic"):
-                    if self.options.a_direct:
-                        block = offset(b, (ib.index, p.mc * p.k), (pb.index, p.kc))
-                        self._tiles(c, gep(b, a, block), bp, jb, pb, ib)
-                        continue
-                    self._pack_a(a, a_pack, ib, pb)
-                    self._tiles(c, a_pack, bp, jb, pb, ib)
+                    with b.if_then(self._has_panels(ib)):
+                        if self.options.a_direct:
+                            block = offset(b, (ib.index, p.mc * p.k), (pb.index, p.kc))
+                            self._tiles(c, gep(b, a, block), bp, jb, pb, ib)
+                        else:
+                            self._pack_a(a, a_pack, ib, pb)
+                            self._tiles(c, a_pack, bp, jb, pb, ib)
+
+    def _has_panels(self, ib: _Block) -> ir.Value:
+        """Whether this call computes any row panel of the MC block (always, by columns)."""
+        p, b = self.plan, self.b
+        if not self.by_rows:
+            return TRUE
+        lo, hi = self.bounds
+        first = offset(b, (ib.index, p.mc // p.mr))
+        stop = b.add(first, i64(-(-ib.size // p.mr)))
+        return b.and_(b.icmp_signed("<", first, hi), b.icmp_signed(">", stop, lo))
+
+    def _mine(self, ib: _Block, qb: _Block) -> ir.Value:
+        """Whether this call computes row panel ``qb`` of the MC block ``ib``."""
+        if not self.by_rows:
+            return TRUE
+        panel = offset(self.b, (ib.index, self.plan.mc // self.plan.mr), (qb.index, 1))
+        return _in_range(self.b, panel, self.bounds)
 
     def _tiles(
         self, c: ir.Value, ap: ir.Value, bp: ir.Value, jb: _Block, pb: _Block, ib: _Block
@@ -184,22 +237,52 @@ class _Gemm:
         p, b = self.plan, self.b
         extras = extra_args(b, self.options.extra_args)
         for rb in _each_block(b, jb.size, p.nr, "jr"):
-            for qb in _each_block(b, ib.size, p.mr, "ir"):
-                kernel = self._kernel(qb.size, rb.size, pb.size)
-                row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
-                col = offset(b, (jb.index, p.nc), (rb.index, p.nr))
-                panel = p.mr * (p.k if self.options.a_direct else pb.size)  # floats apart
-                args = [
-                    gep(b, ap, offset(b, (qb.index, panel))),
-                    gep(b, bp, _strip(b, p, rb.index, pb.size)),
-                    gep(b, c, offset(b, (row, p.n), (col, 1))),
-                    row,
-                    col,
-                    pb.first,
-                    pb.last,
-                    *extras,
-                ]
-                b.call(kernel, args)
+            tile = offset(b, (jb.index, p.nc // p.nr), (rb.index, 1))
+            mine = TRUE if self.by_rows else _in_range(b, tile, self.bounds)
+            with b.if_then(mine):
+                self._row_tiles(c, (ap, bp), (jb, pb, ib), rb, extras)
+
+    def _row_tiles(
+        self,
+        c: ir.Value,
+        packed: tuple[ir.Value, ir.Value],
+        blocks: tuple[_Block, _Block, _Block],
+        rb: _Block,
+        extras: list[ir.Value],
+    ) -> None:
+        """The ``ir`` loop of micro-kernel calls down one ``nr`` column tile."""
+        p, b = self.plan, self.b
+        ib = blocks[2]
+        for qb in _each_block(b, ib.size, p.mr, "ir"):
+            with b.if_then(self._mine(ib, qb)):
+                self._tile(c, packed, blocks, (rb, qb), extras)
+
+    def _tile(
+        self,
+        c: ir.Value,
+        packed: tuple[ir.Value, ir.Value],
+        blocks: tuple[_Block, _Block, _Block],
+        tile: tuple[_Block, _Block],
+        extras: list[ir.Value],
+    ) -> None:
+        """One micro-kernel call: the ``mr x nr`` tile ``tile`` (column, row block)."""
+        p, b = self.plan, self.b
+        (ap, bp), (jb, pb, ib), (rb, qb) = packed, blocks, tile
+        kernel = self._kernel(qb.size, rb.size, pb.size)
+        row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
+        col = offset(b, (jb.index, p.nc), (rb.index, p.nr))
+        panel = p.mr * (p.k if self.options.a_direct else pb.size)  # floats apart
+        args = [
+            gep(b, ap, offset(b, (qb.index, panel))),
+            gep(b, bp, _strip(b, p, rb.index, pb.size)),
+            gep(b, c, offset(b, (row, p.n), (col, 1))),
+            row,
+            col,
+            pb.first,
+            pb.last,
+            *extras,
+        ]
+        b.call(kernel, args)
 
     def _kernel(self, rows: int, cols: int, kc: int) -> ir.Function:
         key = (rows, cols, kc)
@@ -239,24 +322,32 @@ class _Gemm:
 
     def _pack_a(self, a: ir.Value, dst: ir.Value, ib: _Block, pb: _Block) -> None:
         """A[ic : ic+mc, pc : pc+kc] -> ``[mc/mr][kc][mr]`` panels, zero rows past the block."""
+        for qb in _each_block(self.b, ib.size, self.plan.mr, "pa"):
+            with self.b.if_then(self._mine(ib, qb)):
+                self._pack_panel(a, dst, (ib, qb), pb)
+
+    def _pack_panel(
+        self, a: ir.Value, dst: ir.Value, blocks: tuple[_Block, _Block], pb: _Block
+    ) -> None:
+        """One ``[kc][mr]`` panel of packed A: row panel ``qb`` of the MC block ``ib``."""
         p, b = self.plan, self.b
-        for qb in _each_block(b, ib.size, p.mr, "pa"):
-            src_row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
-            panel = gep(b, dst, offset(b, (qb.index, p.mr * pb.size)))
-            if self.options.a_packer is not None:
-                self.options.a_packer(b, a, APanel(panel, src_row, qb.size, pb.index, pb.size), p)
-                continue
-            src = gep(b, a, offset(b, (src_row, p.k), (pb.index, p.kc)))
-            row_stride, k_stride = p.a_strides(pb.size)
-            with for_range(b, pb.size, "pak") as k:
-                out = gep(b, panel, offset(b, (k, k_stride)))
-                for r in range(p.mr):
-                    value = (
-                        b.load(gep(b, src, offset(b, (k, 1), r * p.k)), typ=F32, align=4)
-                        if r < qb.size
-                        else ir.Constant(F32, 0.0)
-                    )
-                    b.store(value, gep(b, out, r * row_stride), align=4)
+        ib, qb = blocks
+        src_row = offset(b, (ib.index, p.mc), (qb.index, p.mr))
+        panel = gep(b, dst, offset(b, (qb.index, p.mr * pb.size)))
+        if self.options.a_packer is not None:
+            self.options.a_packer(b, a, APanel(panel, src_row, qb.size, pb.index, pb.size), p)
+            return
+        src = gep(b, a, offset(b, (src_row, p.k), (pb.index, p.kc)))
+        row_stride, k_stride = p.a_strides(pb.size)
+        with for_range(b, pb.size, "pak") as k:
+            out = gep(b, panel, offset(b, (k, k_stride)))
+            for r in range(p.mr):
+                value = (
+                    b.load(gep(b, src, offset(b, (k, 1), r * p.k)), typ=F32, align=4)
+                    if r < qb.size
+                    else ir.Constant(F32, 0.0)
+                )
+                b.store(value, gep(b, out, r * row_stride), align=4)
 
     def _pack_b(self, src: ir.Value, dst: ir.Value, jb: _Block, pb: _Block) -> None:
         """B[pc : pc+kc, jc : jc+nc] -> ``[nc/nr][kc][nr]`` panels, zero columns past N."""
@@ -311,28 +402,48 @@ def _strip(b: ir.IRBuilder, p: GemmPlan, index: ir.Value, kc: int) -> ir.Value:
     return offset(b, (panel, p.panel * kc), (b.urem(index, i64(q)), p.nr))
 
 
+Pointers3 = tuple[ir.Value, ir.Value, ir.Value]
+
+
 def _emit_gemv(
-    b: ir.IRBuilder, p: GemmPlan, options: GemmOptions, ptrs: tuple[ir.Value, ir.Value, ir.Value]
+    b: ir.IRBuilder,
+    p: GemmPlan,
+    options: GemmOptions,
+    ptrs: Pointers3,
+    bounds: tuple[ir.Value, ir.Value],
 ) -> None:
-    """``C[1,N] = A[1,K] @ B``: per panel of ``nr`` columns, stream K rows of B."""
-    c, a, b_src = ptrs
+    """``C[1,N] = A[1,K] @ B``: per panel of ``nr`` columns (those in ``bounds``), stream K
+    rows of B."""
     if not options.b_packed:
-        _emit_gemv_rows(b, p, options, ptrs)
+        _emit_gemv_rows(b, p, options, ptrs, bounds)
         return
     for rb in _each_block(b, p.n, p.nr, "gv"):
-        nv = -(-rb.size // p.vw)
-        step = _gemv_step(p, options.b_packed, a, b_src, rb, nv)
-        col = offset(b, (rb.index, p.nr))
-        accs = k_loop(b, p.k, 1, nv, p.vw, step)
-        dst = TileTarget(gep(b, c, col), p.n, i64(0), col, TRUE, TRUE, options.epilogue)
-        store_tile(b, accs, tile_pieces(1, nv, p.vw, rb.size), dst)
+        with b.if_then(_in_range(b, rb.index, bounds)):
+            _gemv_panel(b, p, options, ptrs, rb)
+
+
+def _gemv_panel(
+    b: ir.IRBuilder, p: GemmPlan, options: GemmOptions, ptrs: Pointers3, rb: _Block
+) -> None:
+    """One panel of ``nr`` columns of GEMV on packed B."""
+    c, a, b_src = ptrs
+    nv = -(-rb.size // p.vw)
+    step = _gemv_step(p, options.b_packed, a, b_src, rb, nv)
+    col = offset(b, (rb.index, p.nr))
+    accs = k_loop(b, p.k, 1, nv, p.vw, step)
+    dst = TileTarget(gep(b, c, col), p.n, i64(0), col, TRUE, TRUE, options.epilogue)
+    store_tile(b, accs, tile_pieces(1, nv, p.vw, rb.size), dst)
 
 
 GEMV_ROWS = 4
 
 
 def _emit_gemv_rows(
-    b: ir.IRBuilder, p: GemmPlan, options: GemmOptions, ptrs: tuple[ir.Value, ir.Value, ir.Value]
+    b: ir.IRBuilder,
+    p: GemmPlan,
+    options: GemmOptions,
+    ptrs: Pointers3,
+    bounds: tuple[ir.Value, ir.Value],
 ) -> None:
     """GEMV on a runtime row-major B: sweep ``GEMV_ROWS`` rows of B at a time across N.
 
@@ -340,24 +451,40 @@ def _emit_gemv_rows(
     prefetchers (they stop at page boundaries); a few rows side by side are a few sequential
     streams. C holds the partial sums between sweeps (it stays in L1/L2 for a GEMV).
     """
-    c, a, b_src = ptrs
+    a = ptrs[1]
     for gb in _each_block(b, p.k, GEMV_ROWS, "gk"):
         k0 = offset(b, (gb.index, GEMV_ROWS))
         a_vals = [
             b.load(gep(b, a, offset(b, (k0, 1), r)), typ=F32, align=4) for r in range(gb.size)
         ]
         for rb in _each_block(b, p.n, p.nr, "gn"):
-            col = offset(b, (rb.index, p.nr))
-            nv = -(-rb.size // p.vw)
-            zero = ir.Constant(ir.VectorType(F32, p.vw), [0.0] * p.vw)
-            accs = [[zero] * nv]
-            for r, a_value in enumerate(a_vals):
-                row = gep(b, b_src, offset(b, (k0, p.n), (col, 1), r * p.n))
-                lanes = [min(p.vw, rb.size - v * p.vw) for v in range(nv)]
-                vecs = [load_vector(b, gep(b, row, v * p.vw), n, p.vw) for v, n in enumerate(lanes)]
-                accs = fma_step(b, accs, [a_value], vecs)
-            dst = TileTarget(gep(b, c, col), p.n, i64(0), col, gb.first, gb.last, options.epilogue)
-            store_tile(b, accs, tile_pieces(1, nv, p.vw, rb.size), dst)
+            with b.if_then(_in_range(b, rb.index, bounds)):
+                _gemv_sweep(b, p, options, ptrs, (gb, rb), a_vals)
+
+
+def _gemv_sweep(
+    b: ir.IRBuilder,
+    p: GemmPlan,
+    options: GemmOptions,
+    ptrs: Pointers3,
+    blocks: tuple[_Block, _Block],
+    a_vals: list[ir.Value],
+) -> None:
+    """One panel of ``nr`` columns of a GEMV sweep over ``GEMV_ROWS`` rows of runtime B."""
+    c, _, b_src = ptrs
+    gb, rb = blocks
+    k0 = offset(b, (gb.index, GEMV_ROWS))
+    col = offset(b, (rb.index, p.nr))
+    nv = -(-rb.size // p.vw)
+    zero = ir.Constant(ir.VectorType(F32, p.vw), [0.0] * p.vw)
+    accs = [[zero] * nv]
+    for r, a_value in enumerate(a_vals):
+        row = gep(b, b_src, offset(b, (k0, p.n), (col, 1), r * p.n))
+        lanes = [min(p.vw, rb.size - v * p.vw) for v in range(nv)]
+        vecs = [load_vector(b, gep(b, row, v * p.vw), n, p.vw) for v, n in enumerate(lanes)]
+        accs = fma_step(b, accs, [a_value], vecs)
+    dst = TileTarget(gep(b, c, col), p.n, i64(0), col, gb.first, gb.last, options.epilogue)
+    store_tile(b, accs, tile_pieces(1, nv, p.vw, rb.size), dst)
 
 
 def _gemv_step(

@@ -33,7 +33,7 @@ def emit_reduce_window_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     out_dims = shapes[0].dims
     outer, inner = list(out_dims[:-1]), list(out_dims[-1:])
     rows = [Row(b, s.dtype, math.prod(inner), f"acc{i}") for i, s in enumerate(shapes)]
-    with loop_nest(b, outer, "o") as outer_index:
+    with loop_nest(b, outer, "o", io.split) as outer_index:
         inits = [init(b, []) for init in io.operands[count:]]
         with loop_nest(b, inner, "i") as inner_index:
             for row, init in zip(rows, inits, strict=True):

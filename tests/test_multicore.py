@@ -1,0 +1,194 @@
+"""The multi-core entry point: bit-identical to the single-threaded run on every pool size.
+
+The fixtures' kernels are below the size from which the emitter splits a kernel
+(``emitter.PARALLEL_BYTES``), so the tests lower it to split every kernel that can be split.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from c_harness import CC, entry_points, exported_and_undefined_symbols, multicore_entry_points
+from click.testing import CliRunner
+from cross_testing import CROSS_TARGETS, require_toolchains
+from fixtures import CONTROL_FLOW_DATA, TF_DATA, load_fixture
+from mt_harness import INCLUDE, TSAN_CFLAGS, run_multicore
+
+import aotc
+from aotc.cli import main
+from aotc.codegen import CompiledModel, emitter
+from aotc.driver import compile_graph
+from aotc.errors import ConfigError
+from aotc.frontend.options import SourceOptions
+
+FIXTURES = [
+    (TF_DATA, "model_mobilenet"),
+    (TF_DATA, "model_resnet"),
+    (TF_DATA, "model_unet"),
+    (TF_DATA, "model_lenet"),
+    (TF_DATA, "model_transformer"),
+    (TF_DATA, "depthwise"),
+    (TF_DATA, "batch_matmul"),
+    (CONTROL_FLOW_DATA, "keras_lstm_seq"),  # GEMMs in a while-loop body
+    (CONTROL_FLOW_DATA, "switch_case"),  # kernels in branches
+]
+
+
+@pytest.fixture
+def split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offer every kernel a split: the fixtures' kernels are below the size that pays."""
+    monkeypatch.setattr(emitter, "PARALLEL_BYTES", 1)
+
+
+def _compiled(folder: Path, name: str) -> tuple[CompiledModel, list]:
+    fx = load_fixture(name, folder)
+    return compile_graph(fx.graph, fx.config).model, fx.args
+
+
+def _assert_identical(name: str, reference: list, pooled: dict[int, list]) -> None:
+    for threads, results in pooled.items():
+        for k, (got, want) in enumerate(zip(results, reference, strict=True)):
+            assert got.tobytes() == want.tobytes(), f"{name}: result {k}, pool of {threads}"
+
+
+@pytest.mark.parametrize(("folder", "name"), FIXTURES, ids=[n for _, n in FIXTURES])
+def test_pools_match_the_single_threaded_run(
+    folder: Path, name: str, split_everything: None
+) -> None:
+    model, args = _compiled(folder, name)
+    reference, pooled = run_multicore(model, args)
+    _assert_identical(name, reference, pooled)
+
+
+def test_kernels_are_split(split_everything: None) -> None:
+    """The fixtures do reach the pool: tasks exist and the entry reads the pool."""
+    model, _ = _compiled(TF_DATA, "model_mobilenet")
+    tasks = [
+        line for line in model.llvm_ir.splitlines() if line.startswith("define") and ".task" in line
+    ]
+    assert len(tasks) >= 10
+
+
+def test_no_data_races_under_thread_sanitizer(split_everything: None) -> None:
+    model, args = _compiled(TF_DATA, "model_mobilenet")
+    reference, pooled = run_multicore(model, args, (2, 3), TSAN_CFLAGS)
+    _assert_identical("model_mobilenet", reference, pooled)
+
+
+@pytest.mark.parametrize("lang", ["c", "c++"])
+def test_headers_compile_warning_free(lang: str, tmp_path: Path) -> None:
+    model, _ = _compiled(TF_DATA, "mlp_b8")
+    (tmp_path / "mlp_b8.h").write_text(model.header)
+    source = tmp_path / ("main.c" if lang == "c" else "main.cc")
+    # both orders: the shared include guard keeps one definition of aotc_threadpool
+    source.write_text(
+        '#include "mlp_b8.h"\n#include "aotc_threadpool.h"\n#include "mlp_b8.h"\n'
+        "int main(void) { aotc_threadpool *p = aotc_threadpool_create(2);\n"
+        "  int n = p ? p->num_threads : 0; aotc_threadpool_destroy(p); return n != 2; }\n"
+    )
+    std = ["-std=c99"] if lang == "c" else ["-x", "c++", "-std=c++11"]
+    compiler = CC if lang == "c" else "c++"
+    cmd = [compiler, *std, "-Wall", "-Wextra", "-Werror", "-pthread", "-I", str(tmp_path)]
+    cmd += ["-I", str(INCLUDE), str(source), "-o", str(tmp_path / "main")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    subprocess.run([str(tmp_path / "main")], check=True)
+
+
+def test_cpp_class_runs_the_multicore_entry_with_a_pool(
+    split_everything: None, tmp_path: Path
+) -> None:
+    """Run() on aotc's pool gives the bytes of Run() without one (and of the C entry)."""
+    fx = load_fixture("model_lenet")
+    options = SourceOptions(cpp_class="ns::Lenet")
+    model = compile_graph(fx.graph, fx.config, options=options).model
+    (tmp_path / "lenet.o").write_bytes(model.object_bytes)
+    (tmp_path / "lenet.hpp").write_text(model.cpp_header)
+    fx.args[0].astype("float32").tofile(tmp_path / "x.bin")
+    bytes_out = model.results[0].shape.byte_size
+    (tmp_path / "main.cc").write_text(
+        f"""#include <cstdio>
+#include <cstring>
+#include "lenet.hpp"
+#include "aotc_threadpool.h"
+int main() {{
+  ns::Lenet plain, pooled;
+  std::FILE *f = std::fopen("{tmp_path / "x.bin"}", "rb");
+  if (!f || std::fread(plain.arg_data(0), 1, plain.arg_size(0), f) != (size_t)plain.arg_size(0))
+    return 2;
+  std::fclose(f);
+  std::memcpy(pooled.arg_data(0), plain.arg_data(0), plain.arg_size(0));
+  aotc_threadpool *pool = aotc_threadpool_create(3);
+  pooled.set_thread_pool(pool);
+  if (!plain.Run() || !pooled.Run() || !pooled.Run()) return 3;
+  int same = std::memcmp(plain.result_data(0), pooled.result_data(0), {bytes_out}) == 0;
+  aotc_threadpool_destroy(pool);
+  return same ? 0 : 4;
+}}
+"""
+    )
+    exe = tmp_path / "main"
+    cmd = ["c++", "-std=c++11", "-Wall", "-Wextra", "-Werror", "-pthread", "-I", str(tmp_path)]
+    cmd += ["-I", str(INCLUDE), str(tmp_path / "main.cc"), str(tmp_path / "lenet.o")]
+    subprocess.run([*cmd, "-o", str(exe)], check=True, capture_output=True, text=True)
+    assert subprocess.run([str(exe)]).returncode == 0
+    assert "lenet_run_buffers_mt" in model.cpp_header
+
+
+def _yaml_without_multicore(tmp_path: Path, source: Path) -> Path:
+    config = tmp_path / "model.yaml"
+    config.write_text(source.read_text() + "\nmulticore: false\n")
+    return config
+
+
+def test_the_flag_leaves_the_multicore_entry_out(tmp_path: Path) -> None:
+    """--no-multicore, ``multicore: false`` and ``multicore=False``: no _mt symbols, none
+    declared (microcontrollers); the config's value is overridden by the option."""
+    fx = load_fixture("mlp_b8")
+    off = SourceOptions(multicore=False)
+    models = {
+        "option": compile_graph(fx.graph, fx.config, options=off).model,
+        "yaml": compile_graph(fx.graph, _yaml_without_multicore(tmp_path, fx.config)).model,
+        "api": aotc.compile(fx.graph, fx.config, multicore=False, cache=False).result.model,
+    }
+    for how, model in models.items():
+        defined, _ = exported_and_undefined_symbols(model.object_bytes)
+        assert defined == entry_points("mlp_b8") - multicore_entry_points("mlp_b8"), how
+        assert "_mt" not in model.header and "aotc_threadpool" not in model.header, how
+    on = SourceOptions(multicore=True)
+    yaml_off = _yaml_without_multicore(tmp_path, fx.config)
+    model = compile_graph(fx.graph, yaml_off, options=on).model
+    assert multicore_entry_points("mlp_b8") <= exported_and_undefined_symbols(model.object_bytes)[0]
+
+
+def test_cli_flag_and_include_dir(tmp_path: Path) -> None:
+    fx = load_fixture("mlp_b8")
+    runner = CliRunner()
+    shown = runner.invoke(main, ["--include-dir"])
+    assert shown.exit_code == 0 and Path(shown.output.strip(), "aotc_threadpool.h").is_file()
+    out = tmp_path / "m"
+    args = ["compile", str(fx.graph), "-c", str(fx.config), "-o", str(out), "--no-multicore"]
+    assert runner.invoke(main, [*args, "--no-cache", "-q"]).exit_code == 0
+    defined, _ = exported_and_undefined_symbols((tmp_path / "m.o").read_bytes())
+    assert not multicore_entry_points("mlp_b8") & defined
+
+
+def test_a_bad_multicore_value_names_the_key(tmp_path: Path) -> None:
+    fx = load_fixture("mlp_b8")
+    config = tmp_path / "model.yaml"
+    config.write_text(fx.config.read_text() + "\nmulticore: maybe\n")
+    with pytest.raises(ConfigError, match="multicore"):
+        compile_graph(fx.graph, config)
+
+
+@pytest.mark.parametrize("arch", ["aarch64", "armv7"])
+def test_cross_targets_match_under_qemu(arch: str, split_everything: None) -> None:
+    """AArch64, and 32-bit ARM (4-byte pointers and size_t: the pool struct's layout)."""
+    cross = CROSS_TARGETS[arch]
+    require_toolchains(cross)
+    fx = load_fixture("model_lenet")
+    model = compile_graph(fx.graph, fx.config, cross.target).model
+    (toolchain,) = cross.toolchains.values()
+    reference, pooled = run_multicore(model, fx.args, (0, 2, 3), toolchain=toolchain)
+    _assert_identical(f"model_lenet on {arch}", reference, pooled)
