@@ -54,6 +54,7 @@ def compile_graph(
     ``passes`` sets how the optimization pipeline runs (dumps, disabled passes).
     """
     source = load_source(graph_path, config_path, options)
+    source.graph = None  # the GraphDef (a copy of every constant's bytes) is needed no more
     args, results = interface(source.signature, source.module)  # as declared: complex stays
     pipeline = optimize(source.module, passes)
     with progress.stage("codegen"):

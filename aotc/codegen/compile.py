@@ -20,6 +20,7 @@ from aotc.codegen.dispatch import CpuLevel, cpu_levels
 from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import Built, render_header
 from aotc.codegen.interface import TensorInfo
+from aotc.codegen.irtypes import module_bytes
 from aotc.codegen.sizes import ObjectSizes, object_sizes
 from aotc.codegen.target import (
     TargetSpec,
@@ -165,11 +166,11 @@ def compile_module_assigned(
 def _parse_and_free(llvm_module: ir.Module) -> llvm.ModuleRef:
     """The LLVM module of ``llvm_module``'s text, the Python IR and the text freed first.
 
-    Big constants are held three times meanwhile: their bytes in the Python IR, the text and
-    LLVM's module; the IR goes before LLVM parses (``collect``: it is a graph of cycles,
-    every value pointing back at its parent), the text before LLVM optimizes.
+    Big constants are held three times meanwhile: their bytes in the Python IR, the text's
+    bytes and LLVM's module; the IR goes before LLVM parses (``collect``: it is a graph of
+    cycles, every value pointing back at its parent), the text before LLVM optimizes.
     """
-    text = [str(llvm_module)]
+    text = [module_bytes(llvm_module)]
     llvm_module.globals.clear()
     del llvm_module
     gc.collect()

@@ -11,6 +11,7 @@ holds a value bf16 represents; stores keep the high half of the bits.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Sequence
 
 import ml_dtypes
@@ -215,6 +216,14 @@ def round_to_bf16(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     return builder.bitcast(builder.select(is_nan, quiet, kept), F32)
 
 
+#: Marks where ``module_bytes`` splices a constant's bytes into the text (llvmlite escapes
+#: every control character in names and strings, so the text has none of its own).
+_MARK = "\x01"
+_SPLICE: contextvars.ContextVar[list[bytes] | None] = contextvars.ContextVar(
+    "_SPLICE", default=None
+)
+
+
 class _Bytes(ir.Constant):  # type: ignore[misc]
     """An ``i8`` array initializer printed in one pass and never cached: each byte the
     character of its value, but NUL, ``"`` and ``\\`` escaped as ``\\hh``.
@@ -223,9 +232,10 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
     bytes of pointer per byte of data) and keeps the printed text alive with the module; for
     100 MB of weights that is most of the compile's time and memory before LLVM sees them.
     Unescaped bytes keep the text about as long as the data (three characters a byte escaped,
-    which made a 550 MB model's IR text 1.7 GB); ``target.parse_ir`` hands LLVM the text as
-    latin-1, one byte per character, and LLVM's lexer reads any byte but those three inside a
-    string (NUL would end the C string it gets).
+    which made a 550 MB model's IR text 1.7 GB): LLVM's lexer reads any byte but those three
+    inside a string (NUL would end the C string it gets). Printed as text, the bytes are
+    latin-1 characters (``target.parse_ir`` encodes them back); ``module_bytes`` splices
+    them into the text's bytes instead.
     """
 
     def __init__(self, typ: ir.ArrayType, data: bytes) -> None:
@@ -233,8 +243,11 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
         self.constant = data
 
     def get_reference(self) -> str:
-        data = self.constant.replace(b"\\", b"\\5C").replace(b'"', b"\\22")
-        return 'c"' + data.replace(b"\0", b"\\00").decode("latin-1") + '"'
+        pieces = _SPLICE.get()
+        if pieces is None:
+            return 'c"' + _escaped(self.constant).decode("latin-1") + '"'
+        pieces.append(self.constant)
+        return f'c"{_MARK}{len(pieces) - 1}{_MARK}"'
 
     def _get_reference(self) -> str:
         return self.get_reference()
@@ -244,6 +257,26 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
 
     def __str__(self) -> str:
         return self._to_string()
+
+
+def _escaped(data: bytes) -> bytes:
+    return data.replace(b"\\", b"\\5C").replace(b'"', b"\\22").replace(b"\0", b"\\00")
+
+
+def module_bytes(module: ir.Module) -> bytearray:
+    """``module``'s IR text as the NUL-terminated bytes LLVM parses (``target.parse_ir``),
+    each constant's bytes spliced in: neither a text copy of the weights nor its encoding."""
+    pieces: list[bytes] = []
+    token = _SPLICE.set(pieces)
+    try:
+        text = str(module)
+    finally:
+        _SPLICE.reset(token)
+    out = bytearray()
+    for i, part in enumerate(text.split(_MARK)):
+        out += _escaped(pieces[int(part)]) if i % 2 else part.encode("ascii")
+    out += b"\0"
+    return out
 
 
 def readonly_global(

@@ -16,6 +16,7 @@ into ``CodegenError``.
 
 from __future__ import annotations
 
+import ctypes
 import difflib
 import functools
 import os
@@ -464,19 +465,25 @@ def optimize(module_ir: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     return optimize_parsed(parse_ir(module_ir), tm)
 
 
-def parse_ir(module_ir: str) -> llvm.ModuleRef:
-    """LLVM IR text as a verified module.
+def parse_ir(module_ir: str | bytearray) -> llvm.ModuleRef:
+    """LLVM IR text (or ``irtypes.module_bytes``' NUL-terminated bytes) as a verified module.
 
     The text is aotc's: ASCII but for the bytes of constants, which ``irtypes`` spells as the
     characters of their values (latin-1) instead of three-character escapes. It goes to LLVM
     as those bytes: ``llvm.parse_assembly`` would encode it as UTF-8 (two bytes for each
-    byte above 127), so its parser is called directly with the latin-1 encoding.
+    byte above 127), so its parser is called directly, on the bytes in place.
     """
     _initialize()
+    if isinstance(module_ir, str):
+        data = bytearray(module_ir, "latin-1")
+        data += b"\0"
+    else:
+        data = module_ir
+    assert data.endswith(b"\0"), "module_bytes ends its bytes with NUL"
+    text = ctypes.cast((ctypes.c_char * len(data)).from_buffer(data), ctypes.c_char_p)
     context = llvm.get_global_context()
     with llvm.ffi.OutputString() as error:
-        ref = llvm.ffi.lib.LLVMPY_ParseAssembly(context, module_ir.encode("latin-1"), error)
-        module = llvm.ModuleRef(ref, context)
+        module = llvm.ModuleRef(llvm.ffi.lib.LLVMPY_ParseAssembly(context, text, error), context)
         if error:
             module.close()
             raise CodegenError(f"aotc generated invalid LLVM IR (a bug in aotc): {error}")
