@@ -84,3 +84,8 @@ def labels(text: str) -> ConvDims:
 def window(*dims: tuple[int, ...]) -> Window:
     """Each dim: (size, stride, pad_low, pad_high, lhs_dilation, rhs_dilation), tail optional."""
     return Window(tuple(WindowDim(*d) for d in dims))
+
+
+def same(k: int, stride: int = 1) -> tuple[int, ...]:
+    """A ``window`` dim of size ``k`` with TF's SAME padding at stride 1 (pad_low, pad_high)."""
+    return (k, stride, (k - 1) // 2, k // 2)

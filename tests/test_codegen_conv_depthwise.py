@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from codegen_testing import compile_entry, run_and_compare
-from hlo_programs import build, labels, window
+from hlo_programs import build, labels, same, window
 
 from aotc.codegen.kernels.conv import conv_fast_path
 from aotc.codegen.kernels.conv_depthwise import DepthwiseConv, depthwise_conv
@@ -34,10 +34,6 @@ def f32(*dims: int) -> Shape:
 
 def weights(*dims: int) -> np.ndarray:
     return RNG.standard_normal(dims).astype(np.float32)
-
-
-def same(k: int, stride: int = 1) -> tuple[int, ...]:
-    return (k, stride, (k - 1) // 2, k // 2)
 
 
 # (input NHWC, kernel size, window): every one takes the depthwise kernel

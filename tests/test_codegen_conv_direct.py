@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from codegen_testing import compile_entry, run_and_compare
-from hlo_programs import build, labels, window
+from hlo_programs import build, labels, same, window
 
 from aotc.codegen.kernels.conv import conv_fast_path
 from aotc.codegen.kernels.conv_direct import DirectConv, direct_conv
@@ -33,10 +33,6 @@ def f32(*dims: int) -> Shape:
 
 def weights(*dims: int) -> np.ndarray:
     return RNG.standard_normal(dims).astype(np.float32)
-
-
-def same(k: int, stride: int = 1) -> tuple[int, ...]:
-    return (k, stride, (k - 1) // 2, k // 2)
 
 
 # (input, kernel [kh, kw, cin, cout], window): every one takes the direct kernel

@@ -13,6 +13,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from aotc.abi import ALIGN, C_KEYWORDS
 from aotc.codegen.dispatch import CpuLevel
@@ -206,19 +207,20 @@ int {name}_cpu_level(void);
 """
 
 
-#: The thread-pool interface, also defined (under the same guard) by aotc_threadpool.h.
-THREADPOOL_TYPEDEF = """#ifndef AOTC_THREADPOOL_DEFINED
-#define AOTC_THREADPOOL_DEFINED
-/* A thread pool the caller lends the multi-core entry points: parallel_for(ctx, n, fn, arg)
-   runs fn(arg, 0) ... fn(arg, n-1), on any threads, and returns when all have returned.
-   aotc_threadpool.h (in the folder `aotc --include-dir` prints) makes one on pthreads. */
-typedef struct aotc_threadpool {
-  void *ctx;
-  int num_threads;
-  void (*parallel_for)(void *ctx, int n, void (*fn)(void *arg, int i), void *arg);
-} aotc_threadpool;
-#endif
-"""
+THREADPOOL_HEADER = Path(__file__).resolve().parent.parent / "include" / "aotc_threadpool.h"
+
+
+def _threadpool_typedef() -> str:
+    """The thread-pool interface block, guard included, as the shipped aotc_threadpool.h
+    (the one place it is written) defines it: every model header repeats it verbatim, so
+    including both in either order defines the type once."""
+    text = THREADPOOL_HEADER.read_text()
+    start = text.index("#ifndef AOTC_THREADPOOL_DEFINED")
+    end = text.index("#endif\n", start) + len("#endif\n")
+    return text[start:end]
+
+
+THREADPOOL_TYPEDEF = _threadpool_typedef()
 
 
 def _multicore(name: str) -> str:

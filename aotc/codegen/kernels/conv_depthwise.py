@@ -22,7 +22,7 @@ from functools import partial
 from llvmlite import ir
 
 from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64, mul_nuw
-from aotc.codegen.kernels.conv_gemm import is_nhwc
+from aotc.codegen.kernels.conv_gemm import NhwcConv2d, nhwc_conv2d
 from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogue, VectorEpilogueFactory
 from aotc.codegen.kernels.gemm_tile import gep, offset
 from aotc.codegen.kernels.window import (
@@ -34,19 +34,13 @@ from aotc.codegen.kernels.window import (
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.hlo.finite import skips_zeros_exactly
-from aotc.hlo.ir import ConvAttrs, Instruction, WindowDim
-from aotc.hlo.shape import PrimitiveType
+from aotc.hlo.ir import ConvAttrs, Instruction
 
 
 @dataclass(frozen=True)
-class DepthwiseConv:
+class DepthwiseConv(NhwcConv2d):
     """One depthwise 2-D NHWC convolution; see the module docstring."""
 
-    batch: int
-    in_hw: tuple[int, int]
-    out_hw: tuple[int, int]
-    kernel_hw: tuple[int, int]
-    window: tuple[WindowDim, WindowDim]
     channels: int
     skips_zeros: bool  # kernel rows in the padding are skipped, not multiplied (exact here)
 
@@ -68,24 +62,17 @@ def depthwise_conv(
 ) -> DepthwiseConv | None:
     """The depthwise-kernel form of an f32 2-D NHWC convolution, or None; ``rhs_source`` is
     where the kernel comes from (a fusion's operand), for ``skips_zeros_exactly``."""
-    attrs = inst.attrs_as(ConvAttrs)
+    geometry = nhwc_conv2d(inst)
+    if geometry is None:
+        return None
     lhs, rhs = (op.array_shape for op in inst.operands)
-    out = inst.array_shape
-    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)) or lhs.rank != 4:
-        return None
-    if not is_nhwc(attrs.dims, 4) or attrs.batch_group_count != 1:
-        return None
     channels = lhs.dims[3]
-    if attrs.feature_group_count != channels or channels < 2 or rhs.dims[2:] != (1, channels):
+    if inst.attrs_as(ConvAttrs).feature_group_count != channels:
         return None
-    if min(*lhs.dims, *rhs.dims, *out.dims) == 0:
+    if channels < 2 or rhs.dims[2:] != (1, channels):
         return None
-    if any(w.lhs_dilation != 1 for w in attrs.window.dims):
-        return None
-    h, w = attrs.window.dims
-    spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
     skips = skips_zeros_exactly(inst, rhs_source)
-    return DepthwiseConv(lhs.dims[0], *spatial, (h, w), channels, skips)
+    return DepthwiseConv(**vars(geometry), channels=channels, skips_zeros=skips)
 
 
 @dataclass(frozen=True)

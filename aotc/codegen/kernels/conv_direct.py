@@ -26,7 +26,7 @@ from functools import partial
 from llvmlite import ir
 
 from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64
-from aotc.codegen.kernels.conv_gemm import is_nhwc
+from aotc.codegen.kernels.conv_gemm import NhwcConv2d, nhwc_conv2d
 from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogue, VectorEpilogueFactory
 from aotc.codegen.kernels.gemm_tile import gep, offset, splat
 from aotc.codegen.kernels.window import (
@@ -36,21 +36,15 @@ from aotc.codegen.kernels.window import (
 )
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
-from aotc.hlo.ir import ConvAttrs, Instruction, WindowDim
-from aotc.hlo.shape import PrimitiveType
+from aotc.hlo.ir import ConvAttrs, Instruction
 
 MAX_CIN = 3  # from 4 input features on, the implicit GEMM's segments pay off (conv_gemm.py)
 
 
 @dataclass(frozen=True)
-class DirectConv:
+class DirectConv(NhwcConv2d):
     """One 2-D NHWC convolution for the direct kernel; see the module docstring."""
 
-    batch: int
-    in_hw: tuple[int, int]
-    out_hw: tuple[int, int]
-    kernel_hw: tuple[int, int]
-    window: tuple[WindowDim, WindowDim]
     cin: int
     cout: int
 
@@ -73,20 +67,11 @@ class DirectConv:
 
 def direct_conv(inst: Instruction) -> DirectConv | None:
     """The direct-kernel form of an f32 2-D NHWC convolution with ``Cin <= MAX_CIN``, or None."""
-    attrs = inst.attrs_as(ConvAttrs)
-    lhs, rhs = (op.array_shape for op in inst.operands)
-    out = inst.array_shape
-    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)) or lhs.rank != 4:
+    geometry = nhwc_conv2d(inst)
+    if geometry is None or inst.attrs_as(ConvAttrs).feature_group_count != 1:
         return None
-    if not is_nhwc(attrs.dims, 4) or attrs.feature_group_count != 1:
-        return None
-    if attrs.batch_group_count != 1 or min(*lhs.dims, *rhs.dims, *out.dims) == 0:
-        return None
-    if lhs.dims[3] > MAX_CIN or any(w.lhs_dilation != 1 for w in attrs.window.dims):
-        return None
-    h, w = attrs.window.dims
-    spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
-    return DirectConv(lhs.dims[0], *spatial, (h, w), lhs.dims[3], out.dims[3])
+    cin, cout = inst.operands[0].array_shape.dims[3], inst.array_shape.dims[3]
+    return DirectConv(**vars(geometry), cin=cin, cout=cout) if cin <= MAX_CIN else None
 
 
 @dataclass(frozen=True)

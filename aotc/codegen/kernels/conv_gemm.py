@@ -96,6 +96,36 @@ def is_nhwc(d: ConvDims, rank: int) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class NhwcConv2d:
+    """The geometry of an f32 2-D NHWC convolution the register-tile kernels (direct,
+    depthwise, row-tiled) take: one batch group, no base dilation, no empty dimension."""
+
+    batch: int
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    kernel_hw: tuple[int, int]
+    window: tuple[WindowDim, WindowDim]
+
+
+def nhwc_conv2d(inst: Instruction) -> NhwcConv2d | None:
+    """``inst``'s geometry when it is such a convolution, else None."""
+    attrs = inst.attrs_as(ConvAttrs)
+    lhs, rhs = (op.array_shape for op in inst.operands)
+    out = inst.array_shape
+    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)) or lhs.rank != 4:
+        return None
+    if not is_nhwc(attrs.dims, 4) or attrs.batch_group_count != 1:
+        return None
+    if min(*lhs.dims, *rhs.dims, *out.dims) == 0:
+        return None
+    if any(w.lhs_dilation != 1 for w in attrs.window.dims):
+        return None  # transposed: most taps hit holes, the implicit GEMM splits them
+    h, w = attrs.window.dims
+    in_hw, out_hw = (lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2])
+    return NhwcConv2d(lhs.dims[0], in_hw, out_hw, (rhs.dims[0], rhs.dims[1]), (h, w))
+
+
 def conv_gemm(inst: Instruction, rhs_source: Instruction | None = None) -> ConvGemm | None:
     """The implicit-GEMM form of an f32 NHWC convolution with one group, or None.
 

@@ -28,7 +28,7 @@ import numpy as np
 from llvmlite import ir
 
 from aotc.codegen.irtypes import F32, add_nuw, i64, mul_nuw
-from aotc.codegen.kernels.conv_gemm import is_nhwc
+from aotc.codegen.kernels.conv_gemm import NhwcConv2d, nhwc_conv2d
 from aotc.codegen.kernels.dot_gemm import (
     GemmCall,
     VectorEpilogue,
@@ -41,8 +41,7 @@ from aotc.codegen.kernels.window import if_inside, window_position
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.hlo.finite import skips_zeros_exactly
-from aotc.hlo.ir import ConvAttrs, Instruction, Opcode, WindowDim
-from aotc.hlo.shape import PrimitiveType
+from aotc.hlo.ir import ConvAttrs, Instruction, Opcode
 
 # Output widths below which a row holds too few columns for a register tile.
 MIN_WIDTH = 4
@@ -54,14 +53,9 @@ POINTWISE_WEIGHTS_MAX = 1 << 20
 
 
 @dataclass(frozen=True)
-class RowConv:
+class RowConv(NhwcConv2d):
     """One 2-D NHWC convolution for the row-tiled kernel; see the module docstring."""
 
-    batch: int
-    in_hw: tuple[int, int]
-    out_hw: tuple[int, int]
-    kernel_hw: tuple[int, int]
-    window: tuple[WindowDim, WindowDim]
     cin: int
     cout: int
     weights: np.ndarray  # [KH * KW * Cin, Cout]
@@ -108,17 +102,11 @@ def row_conv(inst: Instruction, rhs_source: Instruction | None = None) -> RowCon
 
     ``rhs_source`` holds the kernel's buffer (a fusion operand when the convolution is fused).
     """
-    attrs = inst.attrs_as(ConvAttrs)
+    geometry = nhwc_conv2d(inst)
     lhs, rhs = (op.array_shape for op in inst.operands)
     out = inst.array_shape
-    if any(s.dtype is not PrimitiveType.F32 for s in (lhs, rhs, out)) or lhs.rank != 4:
+    if geometry is None or inst.attrs_as(ConvAttrs).feature_group_count != 1:
         return None
-    if not is_nhwc(attrs.dims, 4) or attrs.feature_group_count != 1:
-        return None
-    if attrs.batch_group_count != 1 or min(*lhs.dims, *rhs.dims, *out.dims) == 0:
-        return None
-    if any(w.lhs_dilation != 1 for w in attrs.window.dims):
-        return None  # transposed: most taps hit holes (conv_gemm.py)
     if out.dims[2] < MIN_WIDTH or out.dims[3] > NC_MAX:
         return None
     source = rhs_source if rhs_source is not None else inst.operands[1]
@@ -129,9 +117,7 @@ def row_conv(inst: Instruction, rhs_source: Instruction | None = None) -> RowCon
     weights = np.asarray(source.literal, np.float32).reshape(-1, out.dims[3])
     if rhs.dims[0] == rhs.dims[1] == 1 and weights.nbytes > POINTWISE_WEIGHTS_MAX:
         return None
-    h, w = attrs.window.dims
-    spatial = ((lhs.dims[1], lhs.dims[2]), (out.dims[1], out.dims[2]), (rhs.dims[0], rhs.dims[1]))
-    return RowConv(lhs.dims[0], *spatial, (h, w), lhs.dims[3], out.dims[3], weights)
+    return RowConv(**vars(geometry), cin=lhs.dims[3], cout=out.dims[3], weights=weights)
 
 
 @dataclass(frozen=True)
