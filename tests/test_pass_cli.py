@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fixtures import TF_DATA
+from fixtures import HLO_DATA, TF_DATA
 
 from aotc.cli import main
 
@@ -54,3 +54,13 @@ def test_dump_options_without_dump_to_are_refused(tmp_path: Path, option: list[s
     code, out = run(["compile", GRAPH, "-o", str(tmp_path / "m"), *option])
     assert code == 2 and "apply only with --dump-to" in out
     assert not (tmp_path / "m.o").exists()
+
+
+@pytest.mark.parametrize("lowering", ["bitcast-width-lowering", "rng-bit-generator-expander"])
+def test_disabling_a_lowering_codegen_needs_names_it(tmp_path: Path, lowering: str) -> None:
+    # JAX's rbg key is a u64[2] state bitcast from u32[4], fed to rng-bit-generator
+    graph = str(HLO_DATA / "jax_rng_rbg.hlo")
+    code, out = run(["compile", graph, "-o", str(tmp_path / "m"), "--disable-pass", lowering])
+    assert code == 1, out
+    assert f"made by the {lowering} pass; do not disable it" in out
+    assert not list(tmp_path.iterdir())

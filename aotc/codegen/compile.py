@@ -31,7 +31,7 @@ from aotc.codegen.target import (
     require_asm_parser,
 )
 from aotc.errors import CodegenError
-from aotc.hlo.ir import Module, Opcode, parameter_number
+from aotc.hlo.ir import Instruction, Module, Opcode, is_width_changing_bitcast, parameter_number
 from aotc.hlo.shape import AnyShape, has_complex, real_form, storage_form
 
 HOST = TargetSpec()
@@ -199,18 +199,41 @@ def _check_signature(
     _check_list("argument", [p.shape for p in params], args)
     written = [*results, *(args[i] for i in updated)]
     _check_list("result", [r.shape for r in entry.root.operands], written)
-    _check_real(module)
+    _check_lowered(module)
 
 
-def _check_real(module: Module) -> None:
-    """Kernels compute reals: complex values must have become their real form."""
+#: What codegen leaves to a pass of the default pipeline: the instructions no kernel computes,
+#: the form codegen computes them in, and the pass that makes that form (``--disable-pass``
+#: can leave them in place).
+_LOWERED_BY_PASSES: tuple[tuple[Callable[[Instruction], bool], str, str], ...] = (
+    (
+        lambda inst: has_complex(inst.shape),
+        "complex numbers in their real form",
+        "complex-lowering",
+    ),
+    (
+        is_width_changing_bitcast,
+        "width-changing bitcast-converts as shifts",
+        "bitcast-width-lowering",
+    ),
+    (
+        lambda inst: inst.opcode is Opcode.RNG_BIT_GENERATOR,
+        "rng-bit-generator as the integer ops of its algorithm",
+        "rng-bit-generator-expander",
+    ),
+)
+
+
+def _check_lowered(module: Module) -> None:
+    """No instruction a lowering pass should have rewritten reaches the kernels."""
     for comp in module.computations:
         for inst in comp.instructions:
-            if has_complex(inst.shape):
-                raise CodegenError(
-                    f"{inst.opcode.value} %{inst.name} is {inst.shape}: codegen computes "
-                    "complex numbers in their real form, made by the complex-lowering pass"
-                )
+            for unlowered, form, pass_name in _LOWERED_BY_PASSES:
+                if unlowered(inst):
+                    raise CodegenError(
+                        f"{inst.opcode.value} %{inst.name} is {inst.shape}: codegen computes "
+                        f"{form}, made by the {pass_name} pass; do not disable it"
+                    )
 
 
 def _check_list(kind: str, shapes: Sequence[AnyShape], infos: Sequence[TensorInfo]) -> None:

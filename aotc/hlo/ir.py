@@ -216,6 +216,13 @@ def parameter_number(inst: Instruction) -> int:
     return inst.attrs_as(ParameterAttrs).number
 
 
+def is_width_changing_bitcast(inst: Instruction) -> bool:
+    """A ``bitcast-convert`` whose element types differ in size (it adds or drops a dim)."""
+    if inst.opcode is not Opcode.BITCAST_CONVERT:
+        return False
+    return inst.operands[0].array_shape.dtype.byte_size != inst.array_shape.dtype.byte_size
+
+
 class Module:
     """An HLO module: the entry computation plus the computations it calls."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aotc.hlo.builder import ComputationBuilder
-from aotc.hlo.ir import Instruction, Module, Opcode
+from aotc.hlo.ir import Instruction, Module, Opcode, is_width_changing_bitcast
 from aotc.hlo.shape import PrimitiveType
 from aotc.passes.rewrite import RewriteContext, rewrite_module
 
@@ -22,11 +22,9 @@ _UNSIGNED = {1: PrimitiveType.U8, 2: PrimitiveType.U16, 4: PrimitiveType.U32, 8:
 
 def lower(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
     """The rewrite rule: a width-changing bitcast-convert as integer ops."""
-    if inst.opcode is not Opcode.BITCAST_CONVERT:
+    if not is_width_changing_bitcast(inst):
         return None
     src, dst = inst.operands[0].array_shape.dtype, inst.array_shape.dtype
-    if src.byte_size == dst.byte_size:
-        return None
     if src.byte_size > dst.byte_size:
         return _split(ctx.b, inst.operands[0], dst)
     return _join(ctx.b, inst.operands[0], dst)
