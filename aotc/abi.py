@@ -1,13 +1,14 @@
 """Facts of the generated C ABI: alignment, the element types of arguments and results, and
 what makes a valid C symbol. Shared by the config, the front end, codegen and the header; this
-module depends on nothing else in aotc."""
+module depends on nothing else in aotc but ``aotc.bfloat16``."""
 
 from __future__ import annotations
 
 import re
 
-import ml_dtypes
 import numpy as np
+
+from aotc.bfloat16 import bfloat16
 
 #: Alignment in bytes of the caller's temp buffer, of every offset in it, and of constants:
 #: a cache line, and the width of the widest vector loads (AVX-512).
@@ -15,13 +16,20 @@ ALIGN = 64
 
 # The element types an argument or result may have (feeds, fetches, config `dtype:`), by numpy
 # name. A complex element is its (re, im) pair of floats, as C's `float _Complex`.
-SUPPORTED_DTYPES: dict[str, np.dtype] = {
-    name: np.dtype(name)
-    for name in (
-        "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-        "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
-    )
-} | {"bfloat16": np.dtype(ml_dtypes.bfloat16)}  # fmt: skip
+SUPPORTED_DTYPES: tuple[str, ...] = (
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "bfloat16",
+)  # fmt: skip
+
+
+def supported_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a name in ``SUPPORTED_DTYPES``."""
+    return bfloat16() if name == "bfloat16" else np.dtype(name)
+
+
+def is_supported_dtype(dtype: np.dtype) -> bool:
+    """Whether arguments and results may have ``dtype`` (native byte order only)."""
+    return dtype.name in SUPPORTED_DTYPES and dtype == supported_dtype(dtype.name)
 
 
 # C11/C23 keywords, plus C++ keywords since the header is also compiled as C++.

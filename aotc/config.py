@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import numpy as np
 import yaml
 
-from aotc.abi import SUPPORTED_DTYPES, cpp_class_parts
+from aotc.abi import SUPPORTED_DTYPES, cpp_class_parts, supported_dtype
 from aotc.errors import AotcError, ConfigError, InputFileError
 from aotc.tensor_ref import TensorRef
 
@@ -237,7 +237,7 @@ class _Checker:
     def dtype(self, value: object, key: str) -> np.dtype:
         if not isinstance(value, str) or value not in SUPPORTED_DTYPES:
             self.fail(key, f"expected one of {', '.join(SUPPORTED_DTYPES)}; got {_show(value)}")
-        return SUPPORTED_DTYPES[value]
+        return supported_dtype(value)
 
     def no_duplicates(
         self, feeds: list[Feed], fetches: list[Fetch], variables: list[Variable]

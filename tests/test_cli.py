@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,13 @@ def test_quiet_compile_prints_nothing(tmp_path: Path) -> None:
     code, output = run(["compile", str(TF_DATA / "mlp_b1.pb"), "-q", "-o", str(tmp_path / "m")])
     assert code == 0 and output == ""
     assert (tmp_path / "m.o").exists()
+
+
+def test_compiling_a_float_model_does_not_import_ml_dtypes(tmp_path: Path) -> None:
+    # importing ml_dtypes costs about half a second, more than compiling a small model
+    script = (
+        "import sys; from aotc.cli import main; main(sys.argv[1:], standalone_mode=False); "
+        "assert 'ml_dtypes' not in sys.modules, 'ml_dtypes imported'"
+    )
+    args = ["compile", str(TF_DATA / "matmul.pb"), "-o", str(tmp_path / "m"), "--no-cache"]
+    subprocess.run([sys.executable, "-c", script, *args], check=True, cwd=tmp_path)

@@ -26,6 +26,7 @@ ALLOWED = {
 BASE = {
     "errors",
     "abi",
+    "bfloat16",
     "registry",
     "atomic",
     "proto",

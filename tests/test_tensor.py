@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from google.protobuf import text_format
 
-from aotc.abi import SUPPORTED_DTYPES
+from aotc.abi import SUPPORTED_DTYPES, supported_dtype
 from aotc.errors import GraphError, UnsupportedError
 from aotc.frontend.tensor import (
     dtype_name,
@@ -30,9 +30,9 @@ def shape_text(dims: list[int]) -> str:
 # --------------------------------------------------------------------------- dtypes
 
 
-@pytest.mark.parametrize("name", list(SUPPORTED_DTYPES))
+@pytest.mark.parametrize("name", SUPPORTED_DTYPES)
 def test_supported_dtypes_round_trip(name: str) -> None:
-    assert numpy_dtype(tf_dtype(name)) == np.dtype(name)
+    assert numpy_dtype(tf_dtype(supported_dtype(name))) == supported_dtype(name)
 
 
 def test_ref_dtypes_map_like_their_value_type() -> None:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Sequence
 
-import ml_dtypes
 import numpy as np
 from llvmlite import ir
 
 from aotc.abi import ALIGN
+from aotc.bfloat16 import bfloat16
 from aotc.hlo.shape import PrimitiveType, Shape
 
 I1 = ir.IntType(1)
@@ -80,7 +80,7 @@ def i64(value: int) -> ir.Constant:
 def constant(dtype: PrimitiveType, value: float | int | bool) -> ir.Constant:
     """A scalar constant of ``dtype``, rounded the way the element type rounds it."""
     if dtype is PrimitiveType.BF16:
-        value = float(np.asarray(value, np.float64).astype(ml_dtypes.bfloat16))
+        value = float(np.asarray(value, np.float64).astype(bfloat16()))
     return scalar_constant(register_type(dtype), value)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aotc.abi import SUPPORTED_DTYPES, c_identifier
+from aotc.abi import c_identifier, is_supported_dtype
 from aotc.config import Config, Feed, Fetch, Variable
 from aotc.errors import ConfigError, GraphError, UnsupportedError
 from aotc.frontend.graphdef import Graph
@@ -239,7 +239,7 @@ def _feed_dtype(node: Node, feed: Feed, label: str) -> np.dtype:
         raise ConfigError(
             f"{label}: config dtype {dtype} disagrees with the graph's {graph_dtype} ({node.label})"
         )
-    if dtype not in SUPPORTED_DTYPES.values():
+    if not is_supported_dtype(dtype):
         raise UnsupportedError(f"{label}: dtype {dtype} is not supported for inputs")
     return dtype
 
@@ -294,7 +294,7 @@ def _variable_spec(graph: Graph, variable: Variable, label: str) -> VariableSpec
         raise ConfigError(
             f"{label}: config dtype {variable.dtype} disagrees with the graph's {graph_dtype}"
         )
-    if graph_dtype not in SUPPORTED_DTYPES.values():
+    if not is_supported_dtype(graph_dtype):
         raise UnsupportedError(f"{label}: dtype {graph_dtype} is not supported for variables")
     shape = _variable_shape(node, variable, label)
     name = variable.c_name or variable.node

@@ -10,9 +10,9 @@ plain numpy dtype and raise ``UnsupportedError``.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
+from aotc.bfloat16 import bfloat16, is_bfloat16
 from aotc.errors import GraphError, UnsupportedError
 from aotc.proto import aotc_tf_pb2 as pb
 
@@ -21,7 +21,6 @@ _REF_OFFSET = 100
 
 _TO_NUMPY: dict[int, np.dtype] = {
     pb.DT_HALF: np.dtype(np.float16),
-    pb.DT_BFLOAT16: np.dtype(ml_dtypes.bfloat16),
     pb.DT_FLOAT: np.dtype(np.float32),
     pb.DT_DOUBLE: np.dtype(np.float64),
     pb.DT_INT8: np.dtype(np.int8),
@@ -85,6 +84,8 @@ def _value_dtype(dtype: int) -> int:
 def numpy_dtype(dtype: int, where: str = "") -> np.dtype:
     """The numpy dtype of a TF ``DataType``; ``where`` ("node 'x'") prefixes the error."""
     base = _value_dtype(dtype)
+    if base == pb.DT_BFLOAT16:
+        return bfloat16()
     if base in _TO_NUMPY:
         return _TO_NUMPY[base]
     prefix = f"{where}: " if where else ""
@@ -94,6 +95,8 @@ def numpy_dtype(dtype: int, where: str = "") -> np.dtype:
 def tf_dtype(dtype: np.dtype | type | str) -> int:
     """The TF ``DataType`` number of a numpy dtype (``np.float32`` -> ``DT_FLOAT``)."""
     key = np.dtype(dtype)
+    if is_bfloat16(key):
+        return pb.DT_BFLOAT16
     if key not in _FROM_NUMPY:
         raise UnsupportedError(f"numpy dtype {key} has no TensorFlow DataType aotc supports")
     return _FROM_NUMPY[key]

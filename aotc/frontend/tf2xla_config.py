@@ -18,7 +18,7 @@ from typing import NoReturn
 import numpy as np
 from google.protobuf import message, text_format
 
-from aotc.abi import C_KEYWORDS, SUPPORTED_DTYPES
+from aotc.abi import C_KEYWORDS, is_supported_dtype
 from aotc.config import Config, Feed, Fetch, Variable, load_config
 from aotc.errors import AotcError, ConfigError, InputFileError
 from aotc.frontend.tensor import dtype_name, numpy_dtype, tf_dtype
@@ -272,7 +272,7 @@ class _Converter:
             dtype = numpy_dtype(value)
         except AotcError:
             dtype = None
-        if dtype is None or dtype not in SUPPORTED_DTYPES.values():
+        if dtype is None or not is_supported_dtype(dtype):
             self.fail(path, f"{dtype_name(value)} is not a dtype aotc supports for inputs")
         return dtype
 

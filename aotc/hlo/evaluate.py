@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from aotc.bfloat16 import is_bfloat16
 from aotc.errors import HloError, ShapeError, UnsupportedError
 from aotc.hlo.ir import (
     ELEMENTWISE,
@@ -183,10 +184,8 @@ def _fit(shape: AnyShape, value: Value, batched: bool, where: str) -> Value:
 
 def _widen(x: np.ndarray) -> np.ndarray:
     """f16 is computed in f32 (and rounded back by ``_fit``), as XLA's evaluator does."""
-    return x.astype(np.float32) if x.dtype in _NARROW_FLOATS else x
-
-
-_NARROW_FLOATS = (np.dtype(np.float16), PrimitiveType.BF16.numpy)
+    narrow = x.dtype == np.float16 or is_bfloat16(x.dtype)
+    return x.astype(np.float32) if narrow else x
 
 
 def _normalized(inst: Instruction, ops: list[Value]) -> list[Value]:
@@ -198,7 +197,7 @@ def _normalized(inst: Instruction, ops: list[Value]) -> list[Value]:
 
 
 def _is_bf16(value: Value) -> bool:
-    return isinstance(value, np.ndarray) and value.dtype == PrimitiveType.BF16.numpy
+    return isinstance(value, np.ndarray) and is_bfloat16(value.dtype)
 
 
 def _dims(inst: Instruction) -> tuple[int, ...]:

@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-import ml_dtypes
 import numpy as np
 
+from aotc.bfloat16 import bfloat16, is_bfloat16
 from aotc.errors import UnsupportedError
 
 
@@ -33,7 +33,7 @@ class PrimitiveType(Enum):
 
     @property
     def numpy(self) -> np.dtype:
-        return _TO_NUMPY[self]
+        return bfloat16() if self is PrimitiveType.BF16 else _TO_NUMPY[self]
 
     @property
     def byte_size(self) -> int:
@@ -85,6 +85,8 @@ class PrimitiveType(Enum):
             dt = np.dtype(dtype)
         except TypeError:
             raise UnsupportedError(f"{dtype!r} is not a dtype") from None
+        if is_bfloat16(dt):
+            return PrimitiveType.BF16
         for ptype, np_dtype in _TO_NUMPY.items():
             if np_dtype == dt:
                 return ptype
@@ -95,6 +97,7 @@ class PrimitiveType(Enum):
         return cls(text)
 
 
+# bf16: ``bfloat16()``, numpy's kind "V" (test ``is_float``, not the kind)
 _TO_NUMPY: dict[PrimitiveType, np.dtype] = {
     PrimitiveType.PRED: np.dtype(np.bool_),
     PrimitiveType.S8: np.dtype(np.int8),
@@ -106,7 +109,6 @@ _TO_NUMPY: dict[PrimitiveType, np.dtype] = {
     PrimitiveType.U32: np.dtype(np.uint32),
     PrimitiveType.U64: np.dtype(np.uint64),
     PrimitiveType.F16: np.dtype(np.float16),
-    PrimitiveType.BF16: np.dtype(ml_dtypes.bfloat16),  # numpy's kind "V": test is_float, not kind
     PrimitiveType.F32: np.dtype(np.float32),
     PrimitiveType.F64: np.dtype(np.float64),
     PrimitiveType.C64: np.dtype(np.complex64),
@@ -125,7 +127,7 @@ _FLOAT_BITS = {
 
 
 def supported_dtypes() -> str:
-    return ", ".join(str(dt) for dt in _TO_NUMPY.values())
+    return ", ".join([*(str(dt) for dt in _TO_NUMPY.values()), "bfloat16"])
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
+from aotc.bfloat16 import is_bfloat16
 from aotc.errors import HloError
 from aotc.hlo.attrs import PARAMETER_NUMBER
 from aotc.hlo.builder import NameUniquer
@@ -176,7 +177,6 @@ def _selects_on_pred(inst: Instruction) -> bool:
 # ---- literals --------------------------------------------------------------------------------
 
 _CHUNK = 1 << 20  # elements formatted at a time, to bound the temporary string arrays
-_BF16 = PrimitiveType.BF16.numpy  # numpy's kind "V", not "f"
 
 
 def format_literal(array: np.ndarray, *, elide: bool = False) -> str:
@@ -186,7 +186,7 @@ def format_literal(array: np.ndarray, *, elide: bool = False) -> str:
     if array.size == 0:
         return _empty_nest(array.shape)
     flat = array.reshape(-1)
-    if flat.dtype == _BF16:  # each bf16 is an f32 exactly, printed so that it reads back
+    if is_bfloat16(flat.dtype):  # each bf16 is an f32 exactly, printed so that it reads back
         flat = flat.astype(np.float32)
     formatter = _ELEMENT_FORMATTERS[flat.dtype.kind]
     items: list[str] = []
@@ -265,7 +265,7 @@ def parse_literal(text: str, shape: Shape) -> np.ndarray:
     if tokens.size != shape.size:
         raise ValueError(f"the constant has {tokens.size} values but {shape} has {shape.size}")
     dtype = shape.dtype.numpy
-    array = _LITERAL_DECODERS["f" if dtype == _BF16 else dtype.kind](tokens, dtype)
+    array = _LITERAL_DECODERS["f" if is_bfloat16(dtype) else dtype.kind](tokens, dtype)
     array = array.reshape(shape.dims)  # a fresh array: astype copied
     array.flags.writeable = False
     return array
@@ -298,7 +298,7 @@ def _decode_pred(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _decode_number(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
     # strings convert to float64 exactly once
-    wide = np.float64 if dtype.kind == "f" or dtype == _BF16 else dtype
+    wide = np.float64 if dtype.kind == "f" or is_bfloat16(dtype) else dtype
     try:
         return tokens.astype(wide).astype(dtype)
     except (ValueError, OverflowError) as e:
