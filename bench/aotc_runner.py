@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -97,20 +98,45 @@ def _driver_source(name: str) -> str:
     return DRIVER.replace("@NAME@", name).replace("@name@", name).replace("@UPPER@", name.upper())
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """What one ``aotc compile`` cost: elapsed seconds and the process's peak resident bytes."""
+
+    seconds: float
+    peak_bytes: int
+
+
 def compile_model(
     aotc: str, graph: Path, config: Path, name: str, work: Path, extra: list[str] | None = None
-) -> float:
-    """Runs ``aotc compile`` (no cache) into ``work/name.{o,h}``; returns the seconds it took."""
+) -> Compiled:
+    """Runs ``aotc compile`` (no cache) into ``work/name.{o,h}``."""
     work.mkdir(parents=True, exist_ok=True)
     # --name: the driver calls <name>_run_buffers whatever prefix the file name would give
     cmd = [aotc, "compile", "-q", str(graph), "-c", str(config), "-o", str(work / name)]
     cmd += ["--name", name]
     cmd += extra or []
-    start = time.perf_counter()
-    done = subprocess.run([*cmd, "--no-cache"], capture_output=True, text=True, timeout=1800)
+    cost = work / "compile-cost.txt"
+    launch = [sys.executable, "-c", _LAUNCHER, str(cost), *cmd, "--no-cache"]
+    done = subprocess.run(launch, capture_output=True, text=True, timeout=1800)
     if done.returncode:
         raise RuntimeError(f"aotc compile failed: {(done.stderr or done.stdout).strip()[-300:]}")
-    return time.perf_counter() - start
+    seconds, peak = cost.read_text().split()
+    return Compiled(float(seconds), int(peak))
+
+
+# Runs a command and writes its seconds and peak resident bytes to a file. A child forked from
+# the benchmark itself would count the benchmark's resident pages (TensorFlow's, hundreds of
+# MB) in its peak until it execs, so the compile is started from this small process instead.
+_LAUNCHER = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+seconds = time.perf_counter() - start
+with open(sys.argv[1], "w") as out:
+    out.write(f"{seconds} {usage.ru_maxrss * 1024}")  # ru_maxrss: KiB on Linux
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 #: aotc_threadpool.h in this checkout (what ``aotc --include-dir`` prints once installed).

@@ -33,6 +33,8 @@ class Timing:
     y: np.ndarray | None = None
     error: float | None = None  # max |y - ref| / max |ref|, when y is not returned
     note: str = ""
+    compile_s: float | None = None  # the compiler's seconds, for systems compiled ahead of time
+    compile_peak_mb: float | None = None
 
 
 TFCOMPILE_SCRIPT = REPO.parent / "shared" / "bench" / "tfcompile_baseline.py"
@@ -212,7 +214,8 @@ def tfcompile(model: BenchModel, runs: Runs, reference: np.ndarray, cache: Path)
         raise RuntimeError("tfcompile_baseline.py printed no timing")
     error = result.get("max_rel_err")  # the script compares with `reference` itself
     note = f"tfcompile {result.get('compile_s')} s, {result.get('artifact_bytes')} bytes"
-    return Timing(float(result["run_ms"]), runs[1], None, error, note)
+    compile_s = float(result["compile_s"]) if result.get("compile_s") is not None else None
+    return Timing(float(result["run_ms"]), runs[1], None, error, note, compile_s)
 
 
 def _child_env() -> dict[str, str]:

@@ -72,7 +72,7 @@ def _measure(aotc: str, graph: Path, config: Path, cpus: list[str], opts, work: 
     for cpu in cpus:
         where = work / cpu
         extra = [] if cpu == "default" else ["--target-cpu", cpu]
-        seconds = compile_model(aotc, graph, config, name, where, extra)
+        seconds = compile_model(aotc, graph, config, name, where, extra).seconds
         rows.append((cpu, seconds, _sections(where / f"{name}.o"), link_driver(name, where)))
     header = (rows[0][3].parent / f"{name}.h").read_text()
     shape = _arg0_shape(header, name)
@@ -97,13 +97,13 @@ def _measure(aotc: str, graph: Path, config: Path, cpus: list[str], opts, work: 
 
 
 def _arg0_shape(header: str, name: str) -> list[int]:
-    line = next(l for l in header.splitlines() if f"{name.upper()}_ARG0_BYTES" in l)
+    line = next(t for t in header.splitlines() if f"{name.upper()}_ARG0_BYTES" in t)
     dims = line.split("[")[-1].split("]")[0]
     return [int(d) for d in dims.split(",")]
 
 
 def _result0_count(header: str, name: str) -> int:
-    line = next(l for l in header.splitlines() if f"{name.upper()}_RESULT0_BYTES" in l)
+    line = next(t for t in header.splitlines() if f"{name.upper()}_RESULT0_BYTES" in t)
     dims = line.split("[")[-1].split("]")[0]
     return int(np.prod([int(d) for d in dims.split(",")])) if dims else 1
 

@@ -228,6 +228,51 @@ def _mark(ok: bool) -> str:
     return "**met**" if ok else "**NOT met**"
 
 
+#: Issue 15's compile targets: time at most 1.5x tfcompile's, peak memory at most 3x the
+#: model's constant bytes + 300 MB.
+COMPILE_TIME_TARGET, MEMORY_FACTOR, MEMORY_EXTRA_MB = 1.5, 3, 300
+
+
+def compile_table(results: list[dict[str, Any]]) -> list[str]:
+    """aotc's compile seconds and peak memory beside tfcompile's seconds, with the targets."""
+    lines = [
+        "## Compile time and memory (the compiles this run timed, pinned to one core)",
+        "",
+        "| model | constants MB | aotc s | tfcompile s | aotc / tfcompile (target <= "
+        f"{COMPILE_TIME_TARGET}) | aotc peak MB | target MB | targets |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        ours, theirs = r["systems"].get("aotc", {}), r["systems"].get("tfcompile", {})
+        seconds, peak = ours.get("compile_s"), ours.get("compile_peak_mb")
+        if seconds is None or peak is None or "constant_bytes" not in r:
+            continue
+        constants = r["constant_bytes"] / 1e6
+        target = MEMORY_FACTOR * constants + MEMORY_EXTRA_MB
+        tf_s = theirs.get("compile_s")
+        ratio = seconds / tf_s if tf_s else None
+        marks = [f"memory {_mark(peak <= target)}"]
+        if ratio is not None:
+            marks.insert(0, f"time {_mark(ratio <= COMPILE_TIME_TARGET)}")
+        lines.append(
+            f"| {r['name']} | {constants:.1f} | {seconds:.2f} | {_fmt_s(tf_s)} | "
+            f"{f'{ratio:.1f}' if ratio else '—'} | {peak:.0f} | {target:.0f} | {', '.join(marks)} |"
+        )
+    lines += [
+        "",
+        "aotc: the whole `aotc compile --no-cache` process (portable object, three x86-64 cpu "
+        "levels), its peak resident memory from `wait4`; tfcompile: `compile_s` of "
+        "`tfcompile_baseline.py`, tfcompile's own call. `make bench-compile` measures the same "
+        "without the pin, by stage (`bench/COMPILE.md`).",
+        "",
+    ]
+    return lines
+
+
+def _fmt_s(seconds: float | None) -> str:
+    return f"{seconds:.2f}" if seconds else "—"
+
+
 def _thread_counts(results: list[dict[str, Any]]) -> list[str]:
     return sorted({t for r in results for t in r.get("threads", {})}, key=int)
 
@@ -251,6 +296,7 @@ def render(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
         "`% of limit` = limit / time.",
         "",
         *[line for t in _thread_counts(results) for line in threads_table(results, t)],
+        *compile_table(results),
         "## Targets, by this run's numbers",
         "",
         *target_lines(results),

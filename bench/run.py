@@ -101,6 +101,10 @@ def measure(fn: Callable[[], Timing], ref: np.ndarray | None) -> dict[str, Any]:
     error = t.error if t.y is None or ref is None else rel_error(t.y, ref)
     entry = {"status": "ok", "ms": t.ms, "runs": t.runs, "error": error, "note": t.note}
     entry["total_s"] = round(time.perf_counter() - start, 2)
+    if t.compile_s is not None:
+        entry["compile_s"] = round(t.compile_s, 3)
+    if t.compile_peak_mb is not None:
+        entry["compile_peak_mb"] = round(t.compile_peak_mb, 1)
     return entry
 
 
@@ -108,12 +112,13 @@ def run_aotc(model: models.BenchModel, args: argparse.Namespace, runs: Runs, sha
     """Compile with aotc, link the C driver, time it."""
     work = args.work / model.name
     extra = ["--report", str(work / REPORT)]
-    compile_s = aotc_runner.compile_model(
-        args.aotc, model.graph, model.config, model.name, work, extra
-    )
+    built = aotc_runner.compile_model(args.aotc, model.graph, model.config, model.name, work, extra)
     exe = aotc_runner.link_driver(model.name, work)
     ms, n, y = aotc_runner.run_driver(exe, model.x, shape, runs)
-    return Timing(ms, n, y, note=f"aotc compile {compile_s:.1f} s")
+    note = f"aotc compile {built.seconds:.1f} s, {built.peak_bytes / 1e6:.0f} MB"
+    return Timing(
+        ms, n, y, note=note, compile_s=built.seconds, compile_peak_mb=built.peak_bytes / 1e6
+    )
 
 
 def run_aotc_threads(model: models.BenchModel, args: argparse.Namespace, runs: Runs, shape,
@@ -200,16 +205,19 @@ def bench_threads(model: models.BenchModel, args: argparse.Namespace, runs: Runs
 
 
 def hardware_limit(model: models.BenchModel, args: argparse.Namespace, ref: np.ndarray) -> dict:
-    """The model's work (from aotc's compile report) and its time limit on this machine."""
+    """The model's constant bytes and work (from aotc's compile report) and its time limit on
+    this machine."""
     path = args.work / model.name / REPORT
     if not path.exists():
         return {}
     report = json.loads(path.read_text())
+    facts = {"constant_bytes": int(report["constant_bytes"])}
     work = roofline.model_work(report, baselines.graph_flops(model), model.x.nbytes + ref.size * 4)
     if work is None:
-        return {}
+        return facts
     limit, bound = work.limit_ms(args.peaks)
-    return {"work_flops": work.flops, "work_bytes": work.nbytes, "limit_ms": limit, "bound": bound}
+    return {**facts, "work_flops": work.flops, "work_bytes": work.nbytes, "limit_ms": limit,
+            "bound": bound}  # fmt: skip
 
 
 def _tfcompile_runs(runs: Runs, systems: dict[str, Any]) -> Runs:
