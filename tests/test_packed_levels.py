@@ -16,15 +16,17 @@ import numpy as np
 from c_harness import run_compiled_level
 from codegen_testing import compile_entry
 from cross_testing import CROSS_TARGETS, require_toolchains
-from hlo_programs import build
+from hlo_programs import build, labels, window
 
 from aotc.codegen import TargetSpec
 from aotc.codegen.dispatch import X86_64_LEVELS
+from aotc.codegen.kernels.conv import conv_fast_path
+from aotc.codegen.kernels.conv_rows import RowConv
 from aotc.codegen.kernels.gemm_plan import pack_b, plan_gemm
 from aotc.codegen.vector import AVX512
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
-from aotc.hlo.ir import DotDims, Instruction, Module
+from aotc.hlo.ir import ConvAttrs, DotDims, Instruction, Module
 from aotc.hlo.shape import PrimitiveType, Shape
 
 RNG = np.random.default_rng(11)
@@ -84,5 +86,43 @@ def test_portable_object_holds_each_layout_once_and_every_level_computes_right()
         assert level == cross.levels[runner], runner
         for j, (got, again, want) in enumerate(zip(typed, buffers, expected, strict=True)):
             np.testing.assert_array_equal(got, again, err_msg=f"{runner} result {j}")
+            scale = float(np.max(np.abs(want)))
+            np.testing.assert_allclose(got, want, atol=2e-5 * scale, err_msg=f"{runner} {j}")
+
+
+# Row-tiled convolutions (``conv_rows.py``): input, kernel [kh, kw, cin, cout]; Cout a whole
+# number of AVX-512 tiles, so every level reads the AVX-512 level's panels.
+ROW_CONVS = [((1, 9, 20, 8), (3, 3, 8, 64)), ((1, 6, 16, 16), (1, 1, 16, 32))]
+
+
+def test_row_convolutions_share_their_packed_weights_across_levels() -> None:
+    shapes = [Shape(PrimitiveType.F32, x) for x, _ in ROW_CONVS]
+
+    def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list[Instruction]:
+        nhwc, same = labels("b01f_01io->b01f"), window((3, 1, 1, 1), (3, 1, 1, 1))
+        return [
+            b.convolution(
+                x,
+                b.constant(RNG.standard_normal(k).astype(np.float32)),
+                ConvAttrs(same if k[0] == 3 else window((1,), (1,)), nhwc),
+            )
+            for x, (_, k) in zip(ps, ROW_CONVS, strict=True)
+        ]
+
+    module = build(shapes, body)
+    assert all(isinstance(conv_fast_path(c), RowConv) for c in module.entry.root.operands)
+    portable = compile_entry(module, "m", TargetSpec(X86_64, "portable"))
+    one_level = compile_entry(module, "m", TargetSpec(X86_64, "x86-64-v4"))
+    globals_ = re.findall(r"^@\"?[\w.\-]+rowconv\.packed_b\"? = ", portable.llvm_ir, re.M)
+    assert len(globals_) == len(ROW_CONVS), globals_
+    assert portable.sizes.rodata < one_level.sizes.rodata + 4 * 1024
+    inputs = [RNG.standard_normal(s.dims).astype(np.float32) for s in shapes]
+    expected = evaluate(module, inputs)
+    cross = CROSS_TARGETS["x86-64"]
+    require_toolchains(cross)
+    for runner, toolchain in cross.toolchains.items():
+        typed, _, level = run_compiled_level(portable, inputs, toolchain=toolchain)
+        assert level == cross.levels[runner], runner
+        for j, (got, want) in enumerate(zip(typed, expected, strict=True)):
             scale = float(np.max(np.abs(want)))
             np.testing.assert_allclose(got, want, atol=2e-5 * scale, err_msg=f"{runner} {j}")

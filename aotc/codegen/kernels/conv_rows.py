@@ -7,10 +7,11 @@ output row times ``nv`` vectors of output features (the GEMM engine's register t
 ``gemm_plan.plan_gemm`` with ``M`` the output width). For each kernel tap ``(kh, kw)`` and
 input feature ``ci`` it broadcasts ``x[n, ih, iw(r), ci]`` of each column ``r`` straight from
 the input (a broadcast load x86 folds into the FMA) and multiplies it with one row of the
-weights, packed at compile time as ``[Cout/nr][KH][KW][Cin][nr]`` (``pack_b`` with a single
-K block): each tile streams its weight panel once, the whole K accumulates in registers, and
-the fused epilogue (bias, activation, residual) runs on the finished vectors before their only
-store. No scratch.
+weights, packed at compile time as ``[Cout/pr][KH][KW][Cin][pr]`` (``pack_b`` with a single
+K block; ``pr`` is ``nr`` or the wider panel all cpu levels of a portable object read,
+``gemm_plan.plan_gemm``): each tile streams its weight panel once, the whole K accumulates
+in registers, and the fused epilogue (bias, activation, residual) runs on the finished
+vectors before their only store. No scratch.
 
 Padding costs nothing in the inner loop (its taps are skipped, which is exact for finite
 weights, ``hlo/finite.py``; others keep the implicit GEMM): a kernel row off the input is
@@ -35,6 +36,7 @@ from aotc.codegen.kernels.dot_gemm import (
     VectorEpilogueFactory,
     packed_weights,
 )
+from aotc.codegen.kernels.gemm import strip
 from aotc.codegen.kernels.gemm_plan import NC_MAX, GemmPlan, plan_gemm
 from aotc.codegen.kernels.gemm_tile import gep, k_loop, load_vector, offset, resize
 from aotc.codegen.kernels.window import if_inside, window_position
@@ -66,7 +68,7 @@ class RowConv(NhwcConv2d):
 
     def plan(self, info: VectorInfo) -> GemmPlan:
         """The register tile (``mr`` columns x ``nv`` vectors) and the packed weights' layout."""
-        return plan_gemm(self.out_hw[1], self.cout, self.k, info, kc=self.k)
+        return plan_gemm(self.out_hw[1], self.cout, self.k, info, kc=self.k, b_constant=True)
 
     def scratch_bytes(self, info: VectorInfo) -> int:
         return 0  # the input is read in place and the tile lives in registers
@@ -204,7 +206,7 @@ def _emit_tile(
     for column in slots:
         for slot in column:
             b.store(ir.Constant(vec, [0.0] * p.vw), slot)
-    panel = gep(b, row.weights, offset(b, (block, spec.k * p.nr)))
+    panel = gep(b, row.weights, strip(b, p, block, spec.k))
     with for_range(b, spec.kernel_hw[0], "rkh") as kh:
         hit, ih = window_position(b, spec.window[0], spec.in_hw[0], row.row, kh)
         with if_inside(b, hit):
@@ -249,13 +251,13 @@ def _accumulate_tap(
         )
         for r in inside
     ]
-    taps = offset(b, (kh, spec.kernel_hw[1] * spec.cin * p.nr), kw * spec.cin * p.nr)
+    taps = offset(b, (kh, spec.kernel_hw[1] * spec.cin * p.panel), kw * spec.cin * p.panel)
     weights = gep(b, panel, taps)
     nv = len(accs[0])
 
     def step(b: ir.IRBuilder, ci: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
         scalars = [b.load(gep(b, base, ci), typ=F32, align=4) for base in bases]
-        w_row = gep(b, weights, offset(b, (ci, p.nr)))
+        w_row = gep(b, weights, offset(b, (ci, p.panel)))
         vecs = [load_vector(b, gep(b, w_row, v * p.vw), p.vw, p.vw) for v in range(nv)]
         return scalars, vecs
 

@@ -274,7 +274,7 @@ class _Gemm:
         panel = p.mr * (p.k if self.options.a_direct else pb.size)  # floats apart
         args = [
             gep(b, ap, offset(b, (qb.index, panel))),
-            gep(b, bp, _strip(b, p, rb.index, pb.size)),
+            gep(b, bp, strip(b, p, rb.index, pb.size)),
             gep(b, c, offset(b, (row, p.n), (col, 1))),
             row,
             col,
@@ -390,7 +390,7 @@ class _Gemm:
                     b.store(value, gep(b, panel, offset(b, (k, p.nr), j)), align=4)
 
 
-def _strip(b: ir.IRBuilder, p: GemmPlan, index: ir.Value, kc: int) -> ir.Value:
+def strip(b: ir.IRBuilder, p: GemmPlan, index: ir.Value, kc: int) -> ir.Value:
     """Where the ``index``-th ``nr``-column strip of a packed B block starts (floats): in
     panel ``index // q`` of ``q = pr / nr`` strips, at column ``(index % q) * nr``."""
     q = p.panel // p.nr
@@ -496,7 +496,7 @@ def _gemv_step(
 
     def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
         if packed:
-            row = gep(b, b_src, add_nuw(b, _strip(b, p, rb.index, p.k), offset(b, (k, p.panel))))
+            row = gep(b, b_src, add_nuw(b, strip(b, p, rb.index, p.k), offset(b, (k, p.panel))))
         else:
             row = gep(b, b_src, offset(b, (k, p.n), (rb.index, p.nr)))
         vecs = [load_vector(b, gep(b, row, v * p.vw), n, p.vw) for v, n in enumerate(lanes)]
