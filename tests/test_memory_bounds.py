@@ -1,8 +1,12 @@
-"""Compile memory stays small where a few bytes of graph describe a huge value (issue 14).
+"""Compile memory stays small where a few bytes of graph describe a huge value (issue 14),
+and within issue 15's bound for big weights: 3x the constants' bytes plus 300 MB.
 
 A splat Const (one value, a 1 GiB shape) and a long Range stay symbolic (``broadcast`` of a
-scalar, a scaled ``iota``) instead of being materialised by the front end. Each case compiles
-and runs in a fresh interpreter that reports its own peak resident memory.
+scalar, a scaled ``iota``) instead of being materialised by the front end. A MatMul by 128 MiB
+of weights holds them at most three times at once (the GraphDef's bytes beside the parsed
+message; later the literal, its packed copy and the object); before aotc placed big constants
+into the object itself, LLVM's module, assembler and output held them three more times. Each
+case compiles in a fresh interpreter that reports its own peak resident memory.
 """
 
 from __future__ import annotations
@@ -12,7 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from aotc.codegen.sizes import object_sizes
+from aotc.proto import aotc_tf_pb2 as pb
 
 PEAK_LIMIT_BYTES = 600 << 20  # the interpreter, numpy and LLVM alone take about 130 MB
 
@@ -94,3 +102,52 @@ def test_huge_values_from_tiny_graphs_compile_in_little_memory(
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["y"] == [expected]
     assert report["peak"] * 1024 < PEAK_LIMIT_BYTES, f"peak RSS {report['peak'] // 1024} MB"
+
+
+WEIGHTS = (4096, 8192)  # 128 MiB of float32
+# The peak is VmHWM, this process's own: ru_maxrss keeps the parent's (this test's) peak
+# across a vfork and exec.
+_CLI = """
+import json, re, sys
+from aotc.cli import main
+try:
+    main(["compile", "--no-cache", "--target-cpu", "x86-64-v3", *sys.argv[1:]])
+except SystemExit as e:
+    assert not e.code, e.code
+status = open("/proc/self/status").read()
+print(json.dumps({"peak": int(re.search(r"VmHWM:\\s*(\\d+) kB", status).group(1))}))
+"""
+
+
+def _matmul_graph(weights: np.ndarray) -> bytes:
+    graph = pb.GraphDef()
+    x = graph.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.DT_FLOAT
+    x.attr["shape"].shape.dim.add(size=1)
+    x.attr["shape"].shape.dim.add(size=weights.shape[0])
+    w = graph.node.add(name="w", op="Const")
+    w.attr["dtype"].type = pb.DT_FLOAT
+    tensor = w.attr["value"].tensor
+    tensor.dtype = pb.DT_FLOAT
+    for d in weights.shape:
+        tensor.tensor_shape.dim.add(size=d)
+    tensor.tensor_content = weights.tobytes()
+    y = graph.node.add(name="y", op="MatMul", input=["x", "w"])
+    y.attr["T"].type = pb.DT_FLOAT
+    return graph.SerializeToString()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/status")
+def test_big_weights_compile_within_three_times_their_bytes(tmp_path: Path) -> None:
+    weights = np.random.default_rng(3).standard_normal(WEIGHTS, dtype=np.float32)
+    (tmp_path / "g.pb").write_bytes(_matmul_graph(weights))
+    del weights
+    feed = f"{{name: x, shape: [1, {WEIGHTS[0]}], dtype: float32}}"
+    (tmp_path / "g.yaml").write_text(f"feeds:\n  - {feed}\nfetches:\n  - {{name: y}}\n")
+    args = [str(tmp_path / "g.pb"), "-o", str(tmp_path / "g")]
+    out = subprocess.run([sys.executable, "-c", _CLI, *args], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    peak = json.loads(out.stdout.strip().splitlines()[-1])["peak"] * 1024
+    constant_bytes = 4 * WEIGHTS[0] * WEIGHTS[1]
+    assert object_sizes((tmp_path / "g.o").read_bytes()).rodata >= constant_bytes
+    assert peak < 3 * constant_bytes + 300e6, f"peak RSS {peak / 1e6:.0f} MB"

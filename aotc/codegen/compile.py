@@ -17,6 +17,7 @@ from llvmlite import ir
 from aotc.codegen.buffers import BufferAssignment
 from aotc.codegen.cpp_class import render_cpp_class
 from aotc.codegen.dispatch import CpuLevel, cpu_levels
+from aotc.codegen.elf_constants import lift_constants, lifts_constants, place_constants
 from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import Built, render_header
 from aotc.codegen.interface import TensorInfo
@@ -142,10 +143,12 @@ def compile_module_assigned(
     temp_bytes = assignment.temp_bytes
     llvm_module.triple = tm.triple
     llvm_module.data_layout = str(tm.target_data)
+    parts = llvm.get_triple_parts(tm.triple)
+    lifted = lift_constants(llvm_module) if lifts_constants(parts.ObjectFormat, parts.Arch) else []
     say("LLVM optimization")
     optimized = optimize_parsed(_parse_and_free(llvm_module), tm)
     say("object code")
-    object_bytes = emit_object(optimized, tm)
+    object_bytes = place_constants(emit_object(optimized, tm), lifted)
     built = Built(resolved, levels, object_sizes(object_bytes), multicore)
     model = CompiledModel(
         name=name,
@@ -166,9 +169,10 @@ def compile_module_assigned(
 def _parse_and_free(llvm_module: ir.Module) -> llvm.ModuleRef:
     """The LLVM module of ``llvm_module``'s text, the Python IR and the text freed first.
 
-    Big constants are held three times meanwhile: their bytes in the Python IR, the text's
-    bytes and LLVM's module; the IR goes before LLVM parses (``collect``: it is a graph of
-    cycles, every value pointing back at its parent), the text before LLVM optimizes.
+    ``module_bytes`` frees each function's body once printed; what is left of the IR goes
+    before LLVM parses (``collect``: it is a graph of cycles, every value pointing back at its
+    parent), the text before LLVM optimizes. Big constants are not in the text on ELF targets
+    (``elf_constants``); elsewhere they are held in it and in LLVM's module meanwhile.
     """
     text = [module_bytes(llvm_module)]
     llvm_module.globals.clear()

@@ -388,8 +388,8 @@ def _constants_read(assignment: BufferAssignment, vector: VectorInfo) -> set[int
 
 def _constant_global(llvm_module: ir.Module, inst: Instruction) -> ir.GlobalVariable:
     assert inst.literal is not None
-    data = np.ascontiguousarray(inst.literal, inst.array_shape.dtype.numpy).tobytes()
-    return readonly_global(llvm_module, f"const.{inst.name}", data)
+    flat = np.ascontiguousarray(inst.literal, inst.array_shape.dtype.numpy).reshape(-1)
+    return readonly_global(llvm_module, f"const.{inst.name}", flat.view(np.uint8).data)
 
 
 def _pointer(entry: _Entry, buffer: Buffer) -> ir.Value:

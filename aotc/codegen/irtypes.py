@@ -219,7 +219,7 @@ def round_to_bf16(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
 #: Marks where ``module_bytes`` splices a constant's bytes into the text (llvmlite escapes
 #: every control character in names and strings, so the text has none of its own).
 _MARK = "\x01"
-_SPLICE: contextvars.ContextVar[list[bytes] | None] = contextvars.ContextVar(
+_SPLICE: contextvars.ContextVar[list[bytes | memoryview] | None] = contextvars.ContextVar(
     "_SPLICE", default=None
 )
 
@@ -238,9 +238,9 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
     them into the text's bytes instead.
     """
 
-    def __init__(self, typ: ir.ArrayType, data: bytes) -> None:
+    def __init__(self, typ: ir.ArrayType, data: bytes | memoryview) -> None:
         self.type = typ
-        self.constant = data
+        self.constant = data  # a view of a literal is not copied
 
     def get_reference(self) -> str:
         pieces = _SPLICE.get()
@@ -259,35 +259,80 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
         return self._to_string()
 
 
-def _escaped(data: bytes) -> bytes:
-    return data.replace(b"\\", b"\\5C").replace(b'"', b"\\22").replace(b"\0", b"\\00")
+def _escaped(data: bytes | memoryview) -> bytes:
+    return bytes(data).replace(b"\\", b"\\5C").replace(b'"', b"\\22").replace(b"\0", b"\\00")
 
 
 def module_bytes(module: ir.Module) -> bytearray:
     """``module``'s IR text as the NUL-terminated bytes LLVM parses (``target.parse_ir``),
-    each constant's bytes spliced in: neither a text copy of the weights nor its encoding."""
-    pieces: list[bytes] = []
-    token = _SPLICE.set(pieces)
-    try:
-        text = str(module)
-    finally:
-        _SPLICE.reset(token)
+    each constant's bytes spliced in: neither a text copy of the weights nor its encoding.
+
+    The module is spent: its text is made one global at a time, and each function's body is
+    freed once it is in the bytes (the module's text, its pieces and their bytes would have
+    been three more copies of it, and llvmlite grows every instruction it prints by the
+    text it caches, which doubled the memory of a big model's IR).
+    """
     out = bytearray()
-    for i, part in enumerate(text.split(_MARK)):
-        out += _escaped(pieces[int(part)]) if i % 2 else part.encode("ascii")
+    header = [
+        f'; ModuleID = "{module.name}"',
+        f'target triple = "{module.triple}"',
+        f'target datalayout = "{module.data_layout}"',
+        "",
+        *(t.get_declaration() for t in module.get_identified_types().values()),
+    ]
+    _splice_text(out, "\n".join(header))
+    for value in module.globals.values():
+        out += b"\n"
+        _splice_text(out, value)
+        _release(value)
+    _splice_text(out, "".join(f"\n{line}" for line in module._get_metadata_lines()))
     out += b"\0"
     return out
 
 
+def _splice_text(out: bytearray, printable: object) -> None:
+    """Append the ASCII bytes of ``printable``'s text to ``out``, constants' bytes spliced
+    in raw."""
+    pieces: list[bytes | memoryview] = []
+    token = _SPLICE.set(pieces)
+    try:
+        printed = str(printable)
+    finally:
+        _SPLICE.reset(token)
+    for i, part in enumerate(printed.split(_MARK)):
+        out += _escaped(pieces[int(part)]) if i % 2 else part.encode("ascii")
+
+
+def _release(value: ir.GlobalValue) -> None:
+    """Free a printed function's body: its instructions and blocks link to each other (so
+    only a full garbage collection would free them), and printing grew each instruction by
+    the text llvmlite caches."""
+    for block in getattr(value, "blocks", ()):
+        for inst in block.instructions:
+            inst.parent = None
+        block.instructions = []
+    if isinstance(value, ir.Function):
+        value.blocks = []
+    value._clear_string_cache()
+
+
 def readonly_global(
-    module: ir.Module, name: str, data: bytes, align: int = ALIGN
+    module: ir.Module, name: str, data: bytes | memoryview, align: int = ALIGN
 ) -> ir.GlobalVariable:
-    """Private read-only bytes (constants, pre-packed weights): an ``i8`` array, not text."""
+    """Private read-only bytes (constants, pre-packed weights): an ``i8`` array, not text
+    (``data`` is kept, not copied: a view of a literal must not change)."""
+    assert not isinstance(data, memoryview) or data.itemsize == 1, "a view of bytes"
     ty = ir.ArrayType(I8, len(data))
     gv = ir.GlobalVariable(module, ty, name)
-    gv.initializer = _Bytes(ty, bytes(data))
+    gv.initializer = _Bytes(ty, data)
     gv.global_constant = True
     gv.linkage = "private"
     gv.unnamed_addr = True
     gv.align = align
     return gv
+
+
+def constant_data(gv: ir.GlobalValue) -> bytes | memoryview | None:
+    """The bytes of a ``readonly_global``, None for any other global."""
+    init = getattr(gv, "initializer", None)
+    return init.constant if isinstance(init, _Bytes) else None

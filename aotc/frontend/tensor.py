@@ -124,8 +124,9 @@ def tensor_to_numpy(tensor: pb.TensorProto, node: str = "?") -> np.ndarray:
     where = f"node '{node}'"
     dtype = numpy_dtype(tensor.dtype, where)
     shape = _checked_shape(tensor, dtype, where)
-    if tensor.tensor_content:
-        array = _from_content(tensor.tensor_content, dtype, shape, where)
+    content = tensor.tensor_content  # each read of the field is a copy of its bytes
+    if content:
+        array = _from_content(content, dtype, shape, where)
     else:
         array = _from_values(tensor, dtype, shape, where)
     array.flags.writeable = False

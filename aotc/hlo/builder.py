@@ -95,8 +95,9 @@ class ComputationBuilder:
     ) -> Instruction:
         array = np.asarray(value) if dtype is None else np.asarray(value, dtype.numpy)
         ptype = PrimitiveType.from_numpy(array.dtype)
-        array = np.array(array, order="C")  # a private, contiguous copy (0-d stays 0-d)
-        array.flags.writeable = False
+        if not _immutable(array):
+            array = np.array(array, order="C")  # a private, contiguous copy (0-d stays 0-d)
+            array.flags.writeable = False
         return self._new(Opcode.CONSTANT, Shape(ptype, array.shape), [], literal=array)
 
     def iota(self, shape: Shape, dimension: int) -> Instruction:
@@ -350,3 +351,14 @@ class ModuleBuilder:
 
 def _array(x: Instruction) -> Shape:
     return x.array_shape
+
+
+def _immutable(array: np.ndarray) -> bool:
+    """Whether ``array`` is a contiguous read-only view of ``bytes`` (a GraphDef tensor's
+    content), which no one can change: a constant keeps it instead of copying it."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return isinstance(base, bytes) and array.flags.c_contiguous

@@ -164,19 +164,31 @@ def blocks(total: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(size, total - start)
 
 
-def pack_b(plan: GemmPlan, b: np.ndarray) -> bytes:
-    """A constant ``B[k,n]`` in the packed panel layout the micro-kernel reads (f32 bytes)."""
+def pack_b(plan: GemmPlan, b: np.ndarray) -> memoryview:
+    """A constant ``B[k,n]`` in the packed panel layout the micro-kernel reads (f32 bytes),
+    written in place into one array: no block, padded or converted copy of the weights."""
     assert b.shape == (plan.k, plan.n), (b.shape, plan)
-    parts = []
-    for jc, ncb in blocks(plan.n, plan.nc):
-        for pc, kcb in blocks(plan.k, plan.kc):
-            parts.append(_pack_b_block(plan, b[pc : pc + kcb, jc : jc + ncb]))
-    return np.concatenate(parts).astype("<f4").tobytes()
+    sizes = [
+        (jc, ncb, pc, kcb)
+        for jc, ncb in blocks(plan.n, plan.nc)
+        for pc, kcb in blocks(plan.k, plan.kc)
+    ]
+    out = np.empty(sum(kcb * round_up(ncb, plan.panel) for _, ncb, _, kcb in sizes), "<f4")
+    start = 0
+    for jc, ncb, pc, kcb in sizes:
+        size = kcb * round_up(ncb, plan.panel)
+        _pack_b_block(plan, b[pc : pc + kcb, jc : jc + ncb], out[start : start + size])
+        start += size
+    return out.view(np.uint8).data
 
 
-def _pack_b_block(plan: GemmPlan, block: np.ndarray) -> np.ndarray:
+def _pack_b_block(plan: GemmPlan, block: np.ndarray, out: np.ndarray) -> None:
+    """``block`` as ``[ncb_pad/pr][kcb][pr]`` panels into ``out``, zero columns past it."""
     kcb, ncb = block.shape
-    padded = np.zeros((kcb, round_up(ncb, plan.panel)), np.float32)
-    padded[:, :ncb] = block
-    panels = padded.reshape(kcb, -1, plan.panel).transpose(1, 0, 2)
-    return np.ascontiguousarray(panels).reshape(-1)
+    pr = plan.panel
+    panels = out.reshape(-1, kcb, pr)
+    full, rest = divmod(ncb, pr)
+    panels[:full] = block[:, : full * pr].reshape(kcb, full, pr).transpose(1, 0, 2)
+    if rest:
+        panels[full, :, :rest] = block[:, full * pr :]
+        panels[full, :, rest:] = 0.0
