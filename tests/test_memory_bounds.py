@@ -3,9 +3,10 @@ and within issue 15's bound for big weights: 3x the constants' bytes plus 300 MB
 
 A splat Const (one value, a 1 GiB shape) and a long Range stay symbolic (``broadcast`` of a
 scalar, a scaled ``iota``) instead of being materialised by the front end. A MatMul by 128 MiB
-of weights holds them at most three times at once (the GraphDef's bytes beside the parsed
-message; later the literal, its packed copy and the object); before aotc placed big constants
-into the object itself, LLVM's module, assembler and output held them three more times. Each
+of weights holds them at most twice at once (the GraphDef's bytes beside the parsed message;
+later the literal beside the object, the weights packed straight into it); before aotc placed
+big constants into the object itself, LLVM's module, assembler and output held them three
+more times, beside a packed copy. Each
 case compiles in a fresh interpreter that reports its own peak resident memory.
 """
 

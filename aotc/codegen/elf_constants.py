@@ -6,7 +6,8 @@ of the compile. Instead ``lift_constants`` turns each big read-only global into 
 external declaration of the same type and alignment before LLVM sees the module (LLVM reads
 them as constant memory, but cannot fold loads from bytes it does not have, which it would
 not do for big arrays anyway), and ``place_constants`` adds them to the object LLVM wrote:
-one new ``SHF_ALLOC`` section, ``.rodata.aotc``, holding the bytes at their alignment, and
+one new ``SHF_ALLOC`` section, ``.rodata.aotc``, holding the bytes at their alignment (the
+object is allocated at its full size, then each constant written into its place), and
 the undefined symbols LLVM's relocations name become local symbols defined in it. Local
 symbols come first in an ELF symbol table, so the table is reordered and every relocation's
 symbol index (and a group's signature) follows; nothing else in the object moves. The result
@@ -21,9 +22,10 @@ import io
 import struct
 from dataclasses import dataclass
 
+import numpy as np
 from llvmlite import ir
 
-from aotc.codegen.irtypes import constant_data
+from aotc.codegen.irtypes import Data, LazyBytes, constant_data
 from aotc.errors import CodegenError
 
 #: Read-only globals of at least this many bytes are placed by aotc: smaller ones (lookup
@@ -44,7 +46,7 @@ class Lifted:
     """A constant's bytes taken out of the LLVM module: its symbol, bytes and alignment."""
 
     name: str
-    data: bytes | memoryview
+    data: Data
     align: int
 
 
@@ -71,8 +73,9 @@ def lift_constants(module: ir.Module, min_bytes: int = LIFT_BYTES) -> list[Lifte
 
 def place_constants(obj: bytes, lifted: list[Lifted]) -> bytes:
     """``obj`` (LLVM's ELF object) with the ``lifted`` constants its symbols name defined in
-    a section of their own. ``lifted`` is emptied as its bytes are copied in, so each
-    constant's bytes are held once, beside the object, at any time."""
+    a section of their own. ``lifted`` is emptied as its bytes are written in, so no
+    constant's bytes are held beside the object but the literal they view, and packed
+    weights (``LazyBytes``) are packed straight into it."""
     if not lifted:
         return obj
     elf = ElfObject(obj)
@@ -94,16 +97,30 @@ def place_constants(obj: bytes, lifted: list[Lifted]) -> bytes:
     names_at = len(out)
     data_at = _aligned(names_at + len(elf.shstrtab) + len(SECTION_NAME) + 1, align)
     headers_at = _aligned(data_at + size, 8)
+    headers = elf.section_headers(names_at, (data_at, size, align))
     elf.write_header(out, headers_at)
     stream = io.BytesIO()
     stream.write(out)
     stream.write(elf.shstrtab + SECTION_NAME + b"\0")
-    for off, _ in layout:  # each constant's bytes freed once copied
-        stream.write(bytes(data_at + off - stream.tell()))
-        stream.write(constants.pop(0).data)
-    stream.write(bytes(headers_at - stream.tell()))
-    stream.write(elf.section_headers(names_at, (data_at, size, align)))
-    return stream.getvalue()
+    stream.seek(headers_at)
+    stream.write(headers)  # the object at its full size: the constants are written in place
+    with stream.getbuffer() as view:
+        _write_constants(np.frombuffer(view, np.uint8), data_at, layout, constants)
+    return stream.getvalue()  # the buffer itself, not a copy, once no view is left
+
+
+def _write_constants(
+    out: np.ndarray, data_at: int, layout: list[tuple[int, int]], constants: list[Lifted]
+) -> None:
+    """Each constant's bytes at its place in ``out`` (packed weights packed right there);
+    ``constants`` is emptied as they are written, freeing what only it held."""
+    for off, n in layout:
+        data = constants.pop(0).data
+        place = out[data_at + off : data_at + off + n]
+        if isinstance(data, LazyBytes):
+            data.fill(place)
+        else:
+            place[:] = np.frombuffer(data, np.uint8)
 
 
 def _layout(constants: list[Lifted]) -> tuple[list[tuple[int, int]], int, int]:

@@ -12,7 +12,8 @@ holds a value bf16 represents; stores keep the high half of the bits.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir
@@ -219,9 +220,30 @@ def round_to_bf16(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
 #: Marks where ``module_bytes`` splices a constant's bytes into the text (llvmlite escapes
 #: every control character in names and strings, so the text has none of its own).
 _MARK = "\x01"
-_SPLICE: contextvars.ContextVar[list[bytes | memoryview] | None] = contextvars.ContextVar(
-    "_SPLICE", default=None
-)
+_SPLICE: contextvars.ContextVar[list[Data] | None] = contextvars.ContextVar("_SPLICE", default=None)
+
+
+@dataclass(frozen=True)
+class LazyBytes:
+    """``size`` bytes that ``fill`` writes into a ``uint8`` array when the object is put
+    together: weights packed at compile time are never held beside LLVM's work, nor beside
+    the object they are written into."""
+
+    size: int
+    fill: Callable[[np.ndarray], None]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def produce(self) -> memoryview:
+        """The bytes, in an array of their own."""
+        out = np.empty(self.size, np.uint8)
+        self.fill(out)
+        return out.data
+
+
+#: What a read-only global holds: bytes, a view of a literal's bytes, or bytes made later.
+Data = bytes | memoryview | LazyBytes
 
 
 class _Bytes(ir.Constant):  # type: ignore[misc]
@@ -238,7 +260,7 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
     them into the text's bytes instead.
     """
 
-    def __init__(self, typ: ir.ArrayType, data: bytes | memoryview) -> None:
+    def __init__(self, typ: ir.ArrayType, data: Data) -> None:
         self.type = typ
         self.constant = data  # a view of a literal is not copied
 
@@ -259,7 +281,9 @@ class _Bytes(ir.Constant):  # type: ignore[misc]
         return self._to_string()
 
 
-def _escaped(data: bytes | memoryview) -> bytes:
+def _escaped(data: Data) -> bytes:
+    if isinstance(data, LazyBytes):
+        data = data.produce()
     return bytes(data).replace(b"\\", b"\\5C").replace(b'"', b"\\22").replace(b"\0", b"\\00")
 
 
@@ -293,7 +317,7 @@ def module_bytes(module: ir.Module) -> bytearray:
 def _splice_text(out: bytearray, printable: object) -> None:
     """Append the ASCII bytes of ``printable``'s text to ``out``, constants' bytes spliced
     in raw."""
-    pieces: list[bytes | memoryview] = []
+    pieces: list[Data] = []
     token = _SPLICE.set(pieces)
     try:
         printed = str(printable)
@@ -317,7 +341,7 @@ def _release(value: ir.GlobalValue) -> None:
 
 
 def readonly_global(
-    module: ir.Module, name: str, data: bytes | memoryview, align: int = ALIGN
+    module: ir.Module, name: str, data: Data, align: int = ALIGN
 ) -> ir.GlobalVariable:
     """Private read-only bytes (constants, pre-packed weights): an ``i8`` array, not text
     (``data`` is kept, not copied: a view of a literal must not change)."""
@@ -332,7 +356,7 @@ def readonly_global(
     return gv
 
 
-def constant_data(gv: ir.GlobalValue) -> bytes | memoryview | None:
+def constant_data(gv: ir.GlobalValue) -> Data | None:
     """The bytes of a ``readonly_global``, None for any other global."""
     init = getattr(gv, "initializer", None)
     return init.constant if isinstance(init, _Bytes) else None

@@ -23,6 +23,7 @@ and per-tile-kind micro-kernels cost more (run time, compile time, scratch) than
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from llvmlite import ir
 
-from aotc.codegen.irtypes import I32, I64, PTR, add_nuw, i64, readonly_global
+from aotc.codegen.irtypes import I32, I64, PTR, LazyBytes, add_nuw, i64, readonly_global
 from aotc.codegen.kernels.base import ElementGenerator, buffer_reader
 from aotc.codegen.kernels.elemental import delinearize, make_generator
 from aotc.codegen.kernels.elemental_vector import (
@@ -41,7 +42,14 @@ from aotc.codegen.kernels.elemental_vector import (
     splat_generator,
 )
 from aotc.codegen.kernels.gemm import GemmOptions, emit_gemm, extra_args, gemm_split
-from aotc.codegen.kernels.gemm_plan import KC, GemmPlan, gemm_scratch_bytes, pack_b, plan_gemm
+from aotc.codegen.kernels.gemm_plan import (
+    KC,
+    GemmPlan,
+    gemm_scratch_bytes,
+    pack_b,
+    packed_b_bytes,
+    plan_gemm,
+)
 from aotc.codegen.kernels.gemm_tile import Epilogue, gep
 from aotc.codegen.loops import Split, for_range
 from aotc.codegen.vector import VectorInfo
@@ -261,6 +269,7 @@ def packed_weights(
     The cpu levels of a portable object pack the same weights in one layout where their tiles
     allow (``gemm_plan.plan_gemm``): the first level to ask emits the global, the others
     read it (``weights`` is a view of the constant's literal, the same memory every time).
+    The packed bytes are made only when the object is written (``irtypes.LazyBytes``).
     """
     assert weights is not None
     layout = (plan.k, plan.n, plan.kc, plan.nc, plan.panel)
@@ -273,9 +282,14 @@ def packed_weights(
     key = (*memory, *layout)
     packed = _PACKED.setdefault(module, {})
     if key not in packed:
-        gv = readonly_global(module, f"{name}.packed_b", pack_b(plan, weights))
+        data = LazyBytes(packed_b_bytes(plan), functools.partial(_pack_into, plan, weights))
+        gv = readonly_global(module, f"{name}.packed_b", data)
         packed[key] = (weights, gv)
     return packed[key][1]
+
+
+def _pack_into(plan: GemmPlan, weights: np.ndarray, into: np.ndarray) -> None:
+    pack_b(plan, weights, into)
 
 
 def _tile_epilogue(spec: GemmDot, factory: VectorEpilogueFactory, n_extra: int) -> Epilogue:

@@ -164,22 +164,35 @@ def blocks(total: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(size, total - start)
 
 
-def pack_b(plan: GemmPlan, b: np.ndarray) -> memoryview:
+def pack_b(plan: GemmPlan, b: np.ndarray, into: np.ndarray | None = None) -> memoryview:
     """A constant ``B[k,n]`` in the packed panel layout the micro-kernel reads (f32 bytes),
-    written in place into one array: no block, padded or converted copy of the weights."""
+    written in place into one array (``into``, ``packed_b_bytes`` bytes, when given): no
+    block, padded or converted copy of the weights."""
     assert b.shape == (plan.k, plan.n), (b.shape, plan)
-    sizes = [
+    size = packed_b_bytes(plan)
+    into = np.empty(size, np.uint8) if into is None else into
+    assert into.dtype == np.uint8 and into.shape == (size,), (into.dtype, into.shape, size)
+    out = into.view("<f4")
+    start = 0
+    for jc, ncb, pc, kcb in _b_blocks(plan):
+        size = kcb * round_up(ncb, plan.panel)
+        _pack_b_block(plan, b[pc : pc + kcb, jc : jc + ncb], out[start : start + size])
+        start += size
+    return into.data
+
+
+def packed_b_bytes(plan: GemmPlan) -> int:
+    """The bytes of ``pack_b``'s result for ``plan``."""
+    return 4 * sum(kcb * round_up(ncb, plan.panel) for _, ncb, _, kcb in _b_blocks(plan))
+
+
+def _b_blocks(plan: GemmPlan) -> list[tuple[int, int, int, int]]:
+    """(column start, columns, row start, rows) of each block of B, in packed order."""
+    return [
         (jc, ncb, pc, kcb)
         for jc, ncb in blocks(plan.n, plan.nc)
         for pc, kcb in blocks(plan.k, plan.kc)
     ]
-    out = np.empty(sum(kcb * round_up(ncb, plan.panel) for _, ncb, _, kcb in sizes), "<f4")
-    start = 0
-    for jc, ncb, pc, kcb in sizes:
-        size = kcb * round_up(ncb, plan.panel)
-        _pack_b_block(plan, b[pc : pc + kcb, jc : jc + ncb], out[start : start + size])
-        start += size
-    return out.view(np.uint8).data
 
 
 def _pack_b_block(plan: GemmPlan, block: np.ndarray, out: np.ndarray) -> None:
