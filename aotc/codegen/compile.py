@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -131,22 +132,25 @@ def compile_module_assigned(
     levels = cpu_levels(resolved)
     if len(levels) > 1:
         require_asm_parser(resolved, "a portable x86-64 object (its cpuid)")
-    llvm_module, assignment = emit_module_assigned(
-        module,
-        name,
-        levels,
-        updated,
-        lambda k, n: say(f"kernels {k}/{n}"),
-        multicore=multicore,
-        size_bits=pointer_bits(str(tm.target_data)),
-    )
+    with _young_collections_only():
+        llvm_module, assignment = emit_module_assigned(
+            module,
+            name,
+            levels,
+            updated,
+            lambda k, n: say(f"kernels {k}/{n}"),
+            multicore=multicore,
+            size_bits=pointer_bits(str(tm.target_data)),
+        )
+        llvm_module.triple = tm.triple
+        llvm_module.data_layout = str(tm.target_data)
+        parts = llvm.get_triple_parts(tm.triple)
+        lifts = lifts_constants(parts.ObjectFormat, parts.Arch)
+        lifted = lift_constants(llvm_module) if lifts else []
+        parsed = _parse_and_free(llvm_module)
     temp_bytes = assignment.temp_bytes
-    llvm_module.triple = tm.triple
-    llvm_module.data_layout = str(tm.target_data)
-    parts = llvm.get_triple_parts(tm.triple)
-    lifted = lift_constants(llvm_module) if lifts_constants(parts.ObjectFormat, parts.Arch) else []
     say("LLVM optimization")
-    optimized = optimize_parsed(_parse_and_free(llvm_module), tm)
+    optimized = optimize_parsed(parsed, tm)
     say("object code")
     object_bytes = place_constants(emit_object(optimized, tm), lifted)
     built = Built(resolved, levels, object_sizes(object_bytes), multicore)
@@ -164,6 +168,23 @@ def compile_module_assigned(
         else "",
     )
     return model, assignment
+
+
+@contextmanager
+def _young_collections_only() -> Iterator[None]:
+    """Python's full (oldest-generation) collections off while the IR is built and printed.
+
+    The emitter allocates about a million small objects (llvmlite's values), which all live
+    until the module is printed, so every full collection walks a heap that only grows: a third
+    of the Python time of MobileNetV2's codegen (1.3 of 4 s) went there. Young garbage is still
+    collected; the IR's cycles once, in ``_parse_and_free``, as before.
+    """
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], 2**30)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def _parse_and_free(llvm_module: ir.Module) -> llvm.ModuleRef:

@@ -51,7 +51,7 @@ from aotc.codegen.kernels import (
 )
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart, buffer_reader
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
-from aotc.codegen.loops import Split, function_builder
+from aotc.codegen.loops import Split, function_builder, leave_vector_loops_rolled
 from aotc.codegen.parallel import (
     KernelFunction,
     Pool,
@@ -605,6 +605,7 @@ def _emit_function(
     offered = Split(fn.args[-2], fn.args[-1]) if split else None
     body(builder, params[:num_outputs], params[num_outputs:], offered)
     builder.ret_void()
+    leave_vector_loops_rolled(fn)
     if offered is None:
         return KernelFunction(fn, None, None, level.vector)
     units = offered.units or 1

@@ -29,7 +29,7 @@ from aotc.codegen.irtypes import (
 )
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart
 from aotc.codegen.kernels.scalar_ops import convert, emit_scalar
-from aotc.codegen.loops import Split, loop_nest
+from aotc.codegen.loops import Split, loop_hint, loop_nest, mark_back_edges
 from aotc.errors import CodegenError
 from aotc.hlo.fusion_plan import MAX_FUSED_OPERANDS
 from aotc.hlo.ir import (
@@ -494,19 +494,7 @@ def not_unrolled(b: ir.IRBuilder) -> Iterator[None]:
     known = {id(block) for block in b.function.blocks}
     yield
     new = [block for block in b.function.blocks if id(block) not in known]
-    hint = _loop_hint(b.module, "llvm.loop.unroll.disable")
-    for position, block in enumerate(new):
-        term = block.terminator
-        if isinstance(term, ir.Branch) and term.operands[0] in new[:position]:
-            term.set_metadata("llvm.loop", hint)  # a back edge: block jumps to an earlier one
-
-
-def _loop_hint(module: ir.Module, option: str) -> ir.MDValue:
-    """The loop ID ``!{self, !{option}}`` (one per module: ``add_metadata`` caches)."""
-    value = module.add_metadata([ir.MetaDataString(module, option)])
-    loop_id = module.add_metadata([ir.MetaDataString(module, "aotc.loop"), value])
-    loop_id.operands = (loop_id, value)  # loop IDs refer to themselves
-    return loop_id
+    mark_back_edges(new, loop_hint(b.module, "llvm.loop.unroll.disable"))
 
 
 def emit_scalar_computation(

@@ -30,7 +30,7 @@ from aotc.codegen.irtypes import call_intrinsic, i64, register_type, store_eleme
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.elemental import emit_scalar_computation
 from aotc.codegen.kernels.window import Row
-from aotc.codegen.loops import entry_alloca, for_range, loop_nest
+from aotc.codegen.loops import entry_alloca, for_range, loop_nest, mark_back_edges
 from aotc.hlo.ir import Computation, Dimensions, Opcode, parameter_number
 from aotc.hlo.memory import output_shapes
 
@@ -106,11 +106,7 @@ def interleaved(b: ir.IRBuilder, row: int, count: int = INTERLEAVE) -> Iterator[
     known = {id(block) for block in function.blocks}
     yield
     hint = _interleave_hint(b.module, count, row in KEEP_LOOP)
-    new = [block for block in function.blocks if id(block) not in known]
-    for position, block in enumerate(new):
-        term = block.terminator
-        if isinstance(term, ir.Branch) and term.operands[0] in new[:position]:
-            term.set_metadata("llvm.loop", hint)  # a back edge: block jumps to an earlier one
+    mark_back_edges([block for block in function.blocks if id(block) not in known], hint)
 
 
 def _interleave_hint(module: ir.Module, count: int, keep_loop: bool) -> ir.MDValue:
