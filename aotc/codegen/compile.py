@@ -32,6 +32,7 @@ from aotc.codegen.target import (
     parse_ir,
     require_asm_parser,
 )
+from aotc.codegen.variants import read_only_arrays, share_constant_variants
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, Module, Opcode, is_width_changing_bitcast, parameter_number
 from aotc.hlo.shape import AnyShape, has_complex, real_form, storage_form
@@ -188,14 +189,16 @@ def _young_collections_only() -> Iterator[None]:
 
 
 def _parse_and_free(llvm_module: ir.Module) -> llvm.ModuleRef:
-    """The LLVM module of ``llvm_module``'s text, the Python IR and the text freed first.
+    """The LLVM module of ``llvm_module``'s text, the Python IR and the text freed first; the
+    kernels that differ only in the constants they read are one function there (``variants``).
 
     ``module_bytes`` frees each function's body once printed; what is left of the IR goes
     before LLVM parses (``collect``: it is a graph of cycles, every value pointing back at its
     parent), the text before LLVM optimizes. Big constants are not in the text on ELF targets
     (``elf_constants``); elsewhere they are held in it and in LLVM's module meanwhile.
     """
-    text = [module_bytes(llvm_module)]
+    constants = read_only_arrays(llvm_module)
+    text = [module_bytes(llvm_module, lambda fns: share_constant_variants(fns, constants))]
     llvm_module.globals.clear()
     del llvm_module
     gc.collect()

@@ -287,14 +287,18 @@ def _escaped(data: Data) -> bytes:
     return bytes(data).replace(b"\\", b"\\5C").replace(b'"', b"\\22").replace(b"\0", b"\\00")
 
 
-def module_bytes(module: ir.Module) -> bytearray:
+def module_bytes(
+    module: ir.Module, edit: Callable[[list[str]], list[str]] | None = None
+) -> bytearray:
     """``module``'s IR text as the NUL-terminated bytes LLVM parses (``target.parse_ir``),
     each constant's bytes spliced in: neither a text copy of the weights nor its encoding.
 
     The module is spent: its text is made one global at a time, and each function's body is
     freed once it is in the bytes (the module's text, its pieces and their bytes would have
     been three more copies of it, and llvmlite grows every instruction it prints by the
-    text it caches, which doubled the memory of a big model's IR).
+    text it caches, which doubled the memory of a big model's IR). ``edit`` rewrites the
+    texts of the defined functions (ASCII: constants are globals of their own) before they
+    go in, after every other global.
     """
     out = bytearray()
     header = [
@@ -305,10 +309,17 @@ def module_bytes(module: ir.Module) -> bytearray:
         *(t.get_declaration() for t in module.get_identified_types().values()),
     ]
     _splice_text(out, "\n".join(header))
+    functions: list[str] = []
     for value in module.globals.values():
-        out += b"\n"
-        _splice_text(out, value)
+        if edit is not None and isinstance(value, ir.Function) and value.blocks:
+            functions.append(str(value))
+        else:
+            out += b"\n"
+            _splice_text(out, value)
         _release(value)
+    for text in edit(functions) if edit is not None else ():
+        out += b"\n"
+        out += text.encode("latin-1")  # as parse_ir reads an unspliced constant
     _splice_text(out, "".join(f"\n{line}" for line in module._get_metadata_lines()))
     out += b"\0"
     return out
