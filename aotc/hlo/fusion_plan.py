@@ -24,7 +24,8 @@ Three shapes of group are accepted:
 * **output** (kOutput): one dot or convolution (a *contraction*) whose only user is an
   elementwise chain up to the root; its kernel applies that epilogue to each accumulated
   element before the store (in the GEMM tile store on the fast paths). The contraction's
-  operands are fusion parameters, never fused.
+  operands are fusion parameters, never fused, except that a convolution's input may be an
+  output fusion nested in the group, read by nothing else (``aotc/passes/expand_fusion.py``).
 
 Expensive members (exp, divide, ...) must be computed once per element: never under an
 expanding broadcast, and never from two loops of a row group (the reduce loop and the outer
@@ -224,15 +225,30 @@ def _output_plan(group: _Group, dots: list[Instruction]) -> FusionPlan | None:
     if len(dots) != 1 or dots[0] is group.root:
         return None
     dot = dots[0]
-    if any(group.has(op) for op in dot.operands):
+    nested = _nested_producer(group, dot)
+    if any(group.has(op) and op is not nested for op in dot.operands):
         return None
     if not _index_preserving_to(group, dot, lambda u: False):
         return None
-    others = [m for m in group.order if m is not dot]
+    others = [m for m in group.order if m is not dot and m is not nested]
     if any(not _elemental_or_reduce(m) or m.opcode is Opcode.REDUCE for m in others):
         return None
     plan = FusionPlan(FusionKind.OUTPUT, dot=dot)
     return plan if _expensive_ok(group, plan) else None
+
+
+def _nested_producer(group: _Group, dot: Instruction) -> Instruction | None:
+    """The output fusion nested as a convolution's input (the expand fusion pass), if any: a
+    member read only by the convolution, whose operands are parameters."""
+    producer = dot.operands[0]
+    if dot.opcode is not Opcode.CONVOLUTION or producer.opcode is not Opcode.FUSION:
+        return None
+    if not group.has(producer) or group.users[id(producer)] != [dot] or dot.operands[1] is producer:
+        return None
+    plan = recorded_plan(producer)
+    if plan is None or plan.kind is not FusionKind.OUTPUT:
+        return None
+    return producer if not any(group.has(op) for op in producer.operands) else None
 
 
 def _index_preserving_to(

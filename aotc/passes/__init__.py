@@ -15,6 +15,7 @@ from aotc.passes.constant_folding import ConstantFolding
 from aotc.passes.conv_transpose import ConvTransposePhases
 from aotc.passes.cse import CSE
 from aotc.passes.dce import DCE
+from aotc.passes.expand_fusion import ExpandFusion
 from aotc.passes.flatten import FlattenCallGraph
 from aotc.passes.fusion import Fusion
 from aotc.passes.merge_dots import MergeDots
@@ -46,6 +47,7 @@ __all__ = [
     "DCE",
     "DUMP_FORMATS",
     "DumpOptions",
+    "ExpandFusion",
     "FixedPoint",
     "FlattenCallGraph",
     "Fusion",
@@ -92,6 +94,7 @@ def default_passes() -> list[Pass]:
         FixedPoint(simplification_pipeline()),
         MergeDots(),  # after simplification: weights are constants, batch broadcasts gone
         Fusion(),
+        ExpandFusion(),  # after fusion: it nests one output fusion in another
         Schedule(),  # last: the entry's order is the schedule; a pass after it must keep it
         # buffer assignment runs in codegen (aotc/codegen/buffers.py), in the entry's order
     ]

@@ -16,6 +16,7 @@ row is clamped inside and its inputs zeroed by a select too, so the zeros are mu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -85,6 +86,11 @@ class _Tile:
     epilogue: VectorEpilogue | None
     batch: ir.Value
     row: ir.Value  # the output row ``oh``
+    lines: InputRows | None  # where input rows are; None: in ``call.lhs``
+
+
+#: The pointer to input row ``ih`` (of the current batch element) where it is kept.
+InputRows = Callable[[ir.IRBuilder, ir.Value], ir.Value]
 
 
 def emit_depthwise_conv(
@@ -95,11 +101,29 @@ def emit_depthwise_conv(
     epilogue: VectorEpilogueFactory | None = None,
 ) -> None:
     """Compute the convolution into ``call.out`` (lhs: the input, rhs: the HWIO kernel)."""
-    apply = epilogue(b, list(call.extras)) if epilogue is not None else None
+    emit_row = depthwise_row_emitter(b, spec, info, call, epilogue)
     with loop_nest(b, [spec.batch, spec.out_hw[0]], "dw", call.split) as (n, oh):
-        tile = _Tile(spec, info, call, apply, n, oh)
+        emit_row(b, n, oh)
+
+
+def depthwise_row_emitter(
+    b: ir.IRBuilder,
+    spec: DepthwiseConv,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None = None,
+    lines: InputRows | None = None,
+) -> Callable[[ir.IRBuilder, ir.Value, ir.Value], None]:
+    """What computes output row ``(n, oh)`` into ``call.out``, reading input rows from
+    ``call.lhs`` or, for a fused producer's rows, through ``lines``."""
+    apply = epilogue(b, list(call.extras)) if epilogue is not None else None
+
+    def emit_row(b: ir.IRBuilder, n: ir.Value, oh: ir.Value) -> None:
+        tile = _Tile(spec, info, call, apply, n, oh, lines)
         for region in spec.regions():
             emit_column_tiles(b, region, spec.points(info), partial(_emit_columns, tile=tile))
+
+    return emit_row
 
 
 def _emit_columns(b: ir.IRBuilder, ow0: ir.Value, points: int, checked: bool, tile: _Tile) -> None:
@@ -171,8 +195,14 @@ def _input(
         iw = b.sub(b.add(b.mul(ow, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low))
     h, width = spec.in_hw
     channels = spec.channels
-    index = offset(b, (tile.batch, h * width * channels), (ih, width * channels), (iw, channels))
-    value = b.load(gep(b, tile.call.lhs, add_nuw(b, index, c)), typ=vector, align=4)
+    if tile.lines is None:
+        line = gep(
+            b, tile.call.lhs, offset(b, (tile.batch, h * width * channels), (ih, width * channels))
+        )
+    else:
+        line = tile.lines(b, ih)
+    index = offset(b, (iw, channels))
+    value = b.load(gep(b, line, add_nuw(b, index, c)), typ=vector, align=4)
     if hit is None:
         return value
     return b.select(hit, value, ir.Constant(vector, [0.0] * vector.count))

@@ -22,7 +22,7 @@ which of its columns read the input and leaves the others' accumulators alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,6 +133,11 @@ class _Row:
     epilogue: VectorEpilogue | None
     batch: ir.Value
     row: ir.Value  # the output row ``oh``
+    line: ir.Value | None  # where the row is stored; None: its place in ``call.out``
+
+
+#: Emits output row ``(n, oh)`` of a convolution, stored at ``line`` (None: in the output).
+RowEmitter = Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value | None], None]
 
 
 def emit_row_conv(
@@ -143,11 +148,26 @@ def emit_row_conv(
     epilogue: VectorEpilogueFactory | None = None,
 ) -> None:
     """Compute the convolution into ``call.out`` (lhs: the input; the weights are packed)."""
+    emit_row = row_emitter(b, spec, info, call, epilogue)
+    with loop_nest(b, [spec.batch, spec.out_hw[0]], "rc", call.split) as (n, oh):
+        emit_row(b, n, oh, None)
+
+
+def row_emitter(
+    b: ir.IRBuilder,
+    spec: RowConv,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None = None,
+) -> RowEmitter:
+    """What computes one output row (its tiles, the fused epilogue applied) wherever it is
+    called in the function ``b`` is in; a fused consumer stores rows elsewhere (``line``)."""
     plan = spec.plan(info)
     weights = packed_weights(b.module, f"{b.function.name}.rowconv", plan, spec.weights)
     apply = epilogue(b, list(call.extras)) if epilogue is not None else None
-    with loop_nest(b, [spec.batch, spec.out_hw[0]], "rc", call.split) as (n, oh):
-        row = _Row(spec, plan, call, weights, apply, n, oh)
+
+    def emit_row(b: ir.IRBuilder, n: ir.Value, oh: ir.Value, line: ir.Value | None) -> None:
+        row = _Row(spec, plan, call, weights, apply, n, oh, line)
         for start, columns, count in _tile_runs(spec, info):
             if count == 1:
                 _emit_features(b, row, i64(start), columns, start)
@@ -155,6 +175,8 @@ def emit_row_conv(
             with for_range(b, count, "rt") as t:
                 first = add_nuw(b, i64(start), mul_nuw(b, t, i64(columns)))
                 _emit_features(b, row, first, columns, None)
+
+    return emit_row
 
 
 def _tile_runs(spec: RowConv, info: VectorInfo) -> list[tuple[int, int, int]]:
@@ -278,12 +300,17 @@ def _store_column(
     spec, p = row.spec, row.plan
     ow, col = at
     oh_, ow_ = spec.out_hw
-    base = offset(
-        b, (row.batch, oh_ * ow_ * spec.cout), (row.row, ow_ * spec.cout), (ow, spec.cout), (col, 1)
-    )
+    line = row.line
+    if line is None:
+        line = gep(
+            b,
+            row.call.out,
+            offset(b, (row.batch, oh_ * ow_ * spec.cout), (row.row, ow_ * spec.cout)),
+        )
+    base = offset(b, (ow, spec.cout), (col, 1))
     for v, value in enumerate(values):
         index = add_nuw(b, col, i64(v * p.vw))
         value = resize(b, value, min(p.vw, features - v * p.vw))
         if row.epilogue is not None:
             value = row.epilogue(b, value, [row.batch, row.row, ow, index])
-        b.store(value, gep(b, row.call.out, add_nuw(b, base, i64(v * p.vw))), align=4)
+        b.store(value, gep(b, line, add_nuw(b, base, i64(v * p.vw))), align=4)

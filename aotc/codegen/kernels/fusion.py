@@ -33,6 +33,9 @@ from aotc.codegen.kernels.conv import (
     emit_conv_loops,
     packs_weights,
 )
+from aotc.codegen.kernels.conv_depthwise import depthwise_row_emitter
+from aotc.codegen.kernels.conv_expand import ExpandDepthwise, ExpandRows, expand_depthwise
+from aotc.codegen.kernels.conv_rows import row_emitter
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
     GemmCall,
@@ -67,7 +70,9 @@ def emit_fusion_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     comp, plan = io.inst.called[0], _plan(io.inst)
     if plan.kind is FusionKind.OUTPUT:
         dot = _contraction(plan)
-        if dot.opcode is Opcode.CONVOLUTION:
+        if _nested_producer(io.inst) is not None:
+            _emit_expand_fusion(b, io, dot)
+        elif dot.opcode is Opcode.CONVOLUTION:
             _emit_conv_output_fusion(b, io, comp, dot)
         else:
             _emit_output_fusion(b, io, comp, dot)
@@ -109,7 +114,11 @@ def _generators(
             gens[id(inst)] = special[id(inst)]
         elif inst.opcode is Opcode.PARAMETER:
             gens[id(inst)] = params[parameter_number(inst)]
-        elif inst.opcode not in (Opcode.REDUCE, Opcode.DOT):
+        elif inst.opcode not in (
+            Opcode.REDUCE,
+            Opcode.DOT,
+            Opcode.FUSION,
+        ):  # nested: no element form
             made = make_generator(inst, [gens[id(op)] for op in inst.operands])
             gens[id(inst)] = _memoized(made) if memoized else made
     return gens
@@ -146,14 +155,18 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
 
 
 def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
-    """Scratch for an output fusion on the GEMM engine; other fusions need none."""
-    spec = _fused_gemm(inst, info) or _fused_conv(inst)
+    """Scratch for an output fusion on the GEMM engine or a nested producer's row buffer;
+    other fusions need none."""
+    spec = _expand_form(inst) or _fused_gemm(inst, info) or _fused_conv(inst)
     return spec.scratch_bytes(info) if spec is not None else 0
 
 
 def fusion_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
     """The fusion operand holding an output fusion's constant weights, when the GEMM engine
     packs them at compile time and nothing else in the fusion reads them."""
+    producer = _nested_producer(inst)
+    if producer is not None:
+        return _nested_packed(inst, producer, info)
     spec = _fused_gemm(inst, info) or _fused_conv(inst)
     if not packs_weights(spec):
         return frozenset()
@@ -162,6 +175,57 @@ def fusion_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int
     if len(comp.users().get(id(weights), [])) != 1 or dot.operands[0] is weights:
         return frozenset()
     return frozenset({parameter_number(weights)})
+
+
+def _nested_packed(fusion: Instruction, producer: Instruction, info: VectorInfo) -> frozenset[int]:
+    """The outer parameter numbers of the nested producer's packed weights read nowhere else."""
+    comp, nested = fusion.called[0], _contraction(_plan(fusion)).operands[0]
+    users = comp.users()
+    numbers = fusion_packed_operands(producer, info)
+    params = [nested.operands[n] for n in numbers]
+    return frozenset(parameter_number(p) for p in params if users[id(p)] == [nested])
+
+
+def _nested_producer(fusion: Instruction) -> Instruction | None:
+    """The producer fusion nested as an output fusion's convolution input (the expand fusion
+    pass), as if in the entry: its operands the outer fusion's; or None."""
+    plan = _plan(fusion)
+    conv = plan.dot if plan.kind is FusionKind.OUTPUT else None
+    if conv is None or conv.operands[0].opcode is not Opcode.FUSION:
+        return None
+    nested = conv.operands[0]
+    operands = [fusion.operands[parameter_number(p)] for p in nested.operands]
+    return Instruction(
+        nested.name, Opcode.FUSION, nested.shape, operands, nested.attrs, called=list(nested.called)
+    )
+
+
+def _expand_form(fusion: Instruction) -> ExpandDepthwise | None:
+    if fusion.opcode is not Opcode.FUSION:
+        return None
+    producer = _nested_producer(fusion)
+    return expand_depthwise(producer, fusion) if producer is not None else None
+
+
+def _emit_expand_fusion(b: ir.IRBuilder, io: KernelIO, conv: Instruction) -> None:
+    """A depthwise convolution and the producer of its input, its rows in a rolling buffer
+    (``conv_expand.py``)."""
+    producer, form = _nested_producer(io.inst), _expand_form(io.inst)
+    pointers = [p for p in io.pointers if p is not None]
+    if producer is None or form is None or io.scratch is None or len(pointers) != len(io.pointers):
+        raise CodegenError(f"fusion %{io.inst.name} nests a producer codegen has no kernel for")
+    nested = conv.operands[0]
+    inner = [pointers[parameter_number(p)] for p in nested.operands]
+    x, w = (inner[parameter_number(op)] for op in _contraction(_plan(producer)).operands)
+    call = GemmCall(io.outputs[0], x, w, None, inner)
+    produce = row_emitter(b, form.producer, io.vector, call, partial(_epilogue, producer))
+    rows = ExpandRows(b, form, produce, io.scratch, io.split)
+    weights = pointers[parameter_number(conv.operands[1])]
+    call = GemmCall(io.outputs[0], io.scratch, weights, None, pointers)
+    epilogue = partial(_epilogue, io.inst)
+    emit_row = depthwise_row_emitter(b, form.depthwise, io.vector, call, epilogue, rows.lines)
+    with rows as (n, oh):
+        emit_row(b, n, oh)
 
 
 def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:
