@@ -2,12 +2,13 @@
 
 After instruction fusion, a MobileNet-style inverted residual is three output fusions: the 1x1
 expand convolution with its bias and activation, the depthwise convolution with its own, and
-the 1x1 projection. The expanded tensor between the first two is the block's largest. Where
-codegen has the fused kernel for the pair (``aotc/codegen/kernels/conv_expand.py``: the
-producer on row tiles, the depthwise kernel reading its rows from a rolling buffer of the
-window's height), this pass moves the producer fusion, unchanged, into the depthwise fusion's
-computation as its convolution's input: the fusion's parameters become the producer's
-operands and the depthwise's other ones, and the expanded tensor is no buffer any more.
+the 1x1 projection. The expanded tensor between the first two is the block's largest. This
+pass moves the producer fusion (a convolution with one feature group), unchanged, into the
+depthwise (grouped) convolution's fusion as that convolution's input: the fusion's parameters
+become the producer's operands and the depthwise's other ones, and the expanded tensor is no
+buffer any more. Codegen (``aotc/codegen/kernels/conv_expand.py``) runs the producer on row
+tiles into a rolling buffer of the window's height, which the depthwise kernel reads; where
+either has no row form, the producer's whole output goes to the kernel's scratch instead.
 
 Only producers read by nothing else are taken, so nothing is computed twice, and only inputs
 of at least ``MIN_ROWS`` rows: smaller tensors stay in the caches anyway, and there a range of
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aotc.codegen.kernels.conv_expand import expand_depthwise
 from aotc.hlo.builder import NameUniquer
 from aotc.hlo.fusion_plan import plan_computation
 from aotc.hlo.ir import (
     Computation,
+    ConvAttrs,
     FusionAttrs,
     FusionKind,
     Instruction,
@@ -61,30 +62,41 @@ class ExpandFusion:
         self, consumer: Instruction, users: dict[int, list[Instruction]], comp: Computation
     ) -> Instruction | None:
         """The fusion ``consumer`` can take in, or None."""
-        if consumer.opcode is not Opcode.FUSION or not consumer.operands:
+        conv = _convolution(consumer)
+        if conv is None or conv.attrs_as(ConvAttrs).feature_group_count == 1:
+            return None  # not depthwise
+        x = _input_parameter(consumer)
+        if x is None:
             return None
-        form = None
-        conv = _input_parameter(consumer)
-        if conv is not None:
-            producer = consumer.operands[parameter_number(conv)]
-            alone = users.get(id(producer)) == [consumer] and producer is not comp.root
-            once = sum(op is producer for op in consumer.operands) == 1
-            if alone and once and producer.array_shape.dims[1] >= self.min_rows:
-                form = expand_depthwise(producer, consumer)
-        return producer if form is not None else None
+        producer = consumer.operands[parameter_number(x)]
+        inner = _convolution(producer)
+        if inner is None or inner.attrs_as(ConvAttrs).feature_group_count != 1:
+            return None
+        if users.get(id(producer)) != [consumer] or producer is comp.root:
+            return None
+        if sum(op is producer for op in consumer.operands) != 1:
+            return None
+        shape = producer.array_shape
+        return producer if shape.rank == 4 and min(shape.dims[1:3]) >= self.min_rows else None
+
+
+def _convolution(fusion: Instruction) -> Instruction | None:
+    """An output fusion's convolution, or None."""
+    if fusion.opcode is not Opcode.FUSION:
+        return None
+    plan = fusion.attrs_as(FusionAttrs).plan
+    conv = plan.dot if plan is not None and plan.kind is FusionKind.OUTPUT else None
+    return conv if conv is not None and conv.opcode is Opcode.CONVOLUTION else None
 
 
 def _input_parameter(fusion: Instruction) -> Instruction | None:
     """The parameter an output fusion's convolution reads as its input, when nothing else in
     the fusion reads it."""
-    plan = fusion.attrs_as(FusionAttrs).plan
-    conv = plan.dot if plan is not None and plan.kind is FusionKind.OUTPUT else None
-    if conv is None or conv.opcode is not Opcode.CONVOLUTION:
+    conv = _convolution(fusion)
+    x = conv.operands[0] if conv is not None else None
+    if x is None or x.opcode is not Opcode.PARAMETER:
         return None
-    x = conv.operands[0]
-    if x.opcode is not Opcode.PARAMETER or fusion.called[0].users()[id(x)] != [conv]:
-        return None
-    return x
+    return x if fusion.called[0].users()[id(x)] == [conv] else None
 
 
 def _nest(module: Module, consumer: Instruction, producer: Instruction, names: NameUniquer) -> None:

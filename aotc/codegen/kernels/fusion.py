@@ -20,12 +20,14 @@ re-derived here) says which loop structure to emit:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import i64, register_type, store_element
-from aotc.codegen.kernels.base import ElementGenerator, KernelIO
+from aotc.abi import ALIGN
+from aotc.codegen.irtypes import I8, i64, register_type, store_element
+from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.conv import (
     FastConv,
     conv_fast_path,
@@ -34,7 +36,7 @@ from aotc.codegen.kernels.conv import (
     packs_weights,
 )
 from aotc.codegen.kernels.conv_depthwise import depthwise_row_emitter
-from aotc.codegen.kernels.conv_expand import ExpandDepthwise, ExpandRows, expand_depthwise
+from aotc.codegen.kernels.conv_expand import ExpandRows, expand_depthwise
 from aotc.codegen.kernels.conv_rows import row_emitter
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
@@ -70,8 +72,9 @@ def emit_fusion_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     comp, plan = io.inst.called[0], _plan(io.inst)
     if plan.kind is FusionKind.OUTPUT:
         dot = _contraction(plan)
-        if _nested_producer(io.inst) is not None:
-            _emit_expand_fusion(b, io, dot)
+        producer = _nested_producer(io.inst)
+        if producer is not None:
+            _emit_expand_fusion(b, io, comp, dot, producer)
         elif dot.opcode is Opcode.CONVOLUTION:
             _emit_conv_output_fusion(b, io, comp, dot)
         else:
@@ -157,24 +160,41 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
 def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     """Scratch for an output fusion on the GEMM engine or a nested producer's row buffer;
     other fusions need none."""
-    spec = _expand_form(inst) or _fused_gemm(inst, info) or _fused_conv(inst)
+    producer = _nested_producer(inst)
+    if producer is not None:
+        return _nested_scratch_bytes(inst, producer, info)
+    spec = _fused_gemm(inst, info) or _fused_conv(inst)
     return spec.scratch_bytes(info) if spec is not None else 0
+
+
+def _nested_scratch_bytes(fusion: Instruction, producer: Instruction, info: VectorInfo) -> int:
+    """The row buffer, or where no row form exists the producer's whole output and then what
+    either kernel needs."""
+    form = expand_depthwise(producer, fusion)
+    if form is not None:
+        return form.scratch_bytes(info)
+    spec = _fused_conv(fusion)
+    own = spec.scratch_bytes(info) if spec is not None else 0
+    return _aligned(producer.array_shape.byte_size) + max(fusion_scratch_bytes(producer, info), own)
+
+
+def _aligned(size: int) -> int:
+    return -(-size // ALIGN) * ALIGN
 
 
 def fusion_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
     """The fusion operand holding an output fusion's constant weights, when the GEMM engine
     packs them at compile time and nothing else in the fusion reads them."""
     producer = _nested_producer(inst)
-    if producer is not None:
-        return _nested_packed(inst, producer, info)
+    nested = _nested_packed(inst, producer, info) if producer is not None else frozenset()
     spec = _fused_gemm(inst, info) or _fused_conv(inst)
     if not packs_weights(spec):
-        return frozenset()
+        return nested
     comp, dot = inst.called[0], _contraction(_plan(inst))
     weights = dot.operands[1]
     if len(comp.users().get(id(weights), [])) != 1 or dot.operands[0] is weights:
-        return frozenset()
-    return frozenset({parameter_number(weights)})
+        return nested
+    return nested | {parameter_number(weights)}
 
 
 def _nested_packed(fusion: Instruction, producer: Instruction, info: VectorInfo) -> frozenset[int]:
@@ -200,20 +220,17 @@ def _nested_producer(fusion: Instruction) -> Instruction | None:
     )
 
 
-def _expand_form(fusion: Instruction) -> ExpandDepthwise | None:
-    if fusion.opcode is not Opcode.FUSION:
-        return None
-    producer = _nested_producer(fusion)
-    return expand_depthwise(producer, fusion) if producer is not None else None
-
-
-def _emit_expand_fusion(b: ir.IRBuilder, io: KernelIO, conv: Instruction) -> None:
+def _emit_expand_fusion(
+    b: ir.IRBuilder, io: KernelIO, comp: Computation, conv: Instruction, producer: Instruction
+) -> None:
     """A depthwise convolution and the producer of its input, its rows in a rolling buffer
-    (``conv_expand.py``)."""
-    producer, form = _nested_producer(io.inst), _expand_form(io.inst)
+    (``conv_expand.py``); without row forms, the producer's whole output in scratch."""
+    form = expand_depthwise(producer, io.inst)
     pointers = [p for p in io.pointers if p is not None]
-    if producer is None or form is None or io.scratch is None or len(pointers) != len(io.pointers):
-        raise CodegenError(f"fusion %{io.inst.name} nests a producer codegen has no kernel for")
+    assert io.scratch is not None, "a nested producer always asks for scratch"
+    if form is None or len(pointers) != len(io.pointers):
+        _emit_nested_whole(b, io, comp, conv, producer)
+        return
     nested = conv.operands[0]
     inner = [pointers[parameter_number(p)] for p in nested.operands]
     x, w = (inner[parameter_number(op)] for op in _contraction(_plan(producer)).operands)
@@ -226,6 +243,20 @@ def _emit_expand_fusion(b: ir.IRBuilder, io: KernelIO, conv: Instruction) -> Non
     emit_row = depthwise_row_emitter(b, form.depthwise, io.vector, call, epilogue, rows.lines)
     with rows as (n, oh):
         emit_row(b, n, oh)
+
+
+def _emit_nested_whole(
+    b: ir.IRBuilder, io: KernelIO, comp: Computation, conv: Instruction, producer: Instruction
+) -> None:
+    """The producer's kernel into the start of scratch, then the convolution reading it there
+    (what the unfused kernels do, the tensor in scratch instead of a buffer of its own)."""
+    assert io.scratch is not None
+    numbers = [parameter_number(p) for p in conv.operands[0].operands]
+    rest = b.gep(io.scratch, [i64(_aligned(producer.array_shape.byte_size))], source_etype=I8)
+    operands = [io.operands[n] for n in numbers]
+    pointers = [io.pointer(n) for n in numbers]
+    emit_fusion_kernel(b, KernelIO(producer, [io.scratch], operands, pointers, rest, io.vector))
+    _emit_conv_output_fusion(b, replace(io, scratch=rest), comp, conv, io.scratch)
 
 
 def _fused_gemm(fusion: Instruction, info: VectorInfo) -> GemmDot | None:
@@ -289,7 +320,10 @@ def _fused_conv(fusion: Instruction) -> FastConv | None:
     if plan.kind is not FusionKind.OUTPUT or _contraction(plan).opcode is not Opcode.CONVOLUTION:
         return None
     conv, root = _contraction(plan), comp.root
-    if any(op.opcode is not Opcode.PARAMETER for op in conv.operands) or root.is_tuple:
+    x, w = conv.operands
+    if x.opcode not in (Opcode.PARAMETER, Opcode.FUSION) or w.opcode is not Opcode.PARAMETER:
+        return None  # a fusion: the nested producer (its output in scratch)
+    if root.is_tuple:
         return None
     if root.array_shape != conv.array_shape:
         return None
@@ -297,18 +331,27 @@ def _fused_conv(fusion: Instruction) -> FastConv | None:
 
 
 def _emit_conv_output_fusion(
-    b: ir.IRBuilder, io: KernelIO, comp: Computation, conv: Instruction
+    b: ir.IRBuilder,
+    io: KernelIO,
+    comp: Computation,
+    conv: Instruction,
+    nested: ir.Value | None = None,
 ) -> None:
-    """A convolution with its epilogue: in the GEMM tile store, or per element of the loops."""
+    """A convolution with its epilogue: in the GEMM tile store, or per element of the loops;
+    ``nested`` holds the output of a nested producer, the convolution's input."""
     spec = _fused_conv(io.inst)
-    x, w = (io.pointer(parameter_number(op)) for op in conv.operands)
+    x = nested if nested is not None else io.pointer(parameter_number(conv.operands[0]))
+    w = io.pointer(parameter_number(conv.operands[1]))
     pointers = [p for p in io.pointers if p is not None]
     if spec is not None and x is not None and w is not None and len(pointers) == len(io.pointers):
         call = GemmCall(io.outputs[0], x, w, io.scratch, pointers, io.split)
         emit_conv_fast_path(b, spec, io.vector, call, partial(_epilogue, io.inst))
         return
     current: Cells = {}
-    gens = _generators(comp, io.operands, {id(conv): _cell_reader(current, conv)})
+    special = {id(conv): _cell_reader(current, conv)}
+    if nested is not None:
+        special[id(conv.operands[0])] = buffer_reader(nested, conv.operands[0].array_shape)
+    gens = _generators(comp, io.operands, special)
     root = comp.root
 
     def finish(b: ir.IRBuilder, value: ir.Value, index: Sequence[ir.Value]) -> None:
