@@ -88,18 +88,29 @@ def _block(
 
 
 ONE = window((1,), (1,))
+SAME3 = window(same(3), same(3))
 FOLDED = window((3, 2, 0, 1), (3, 2, 0, 1))  # ZeroPadding2D((0, 1), (0, 1)) then VALID
+
+
+def expand(cin: int, cout: int) -> tuple[np.ndarray, Window]:
+    return weights(1, 1, cin, cout), ONE
+
+
+def dw3(channels: int, win: Window = SAME3) -> tuple[np.ndarray, Window]:
+    return weights(3, 3, 1, channels), win
 
 
 def _mobilenet_body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
     x1, x2, x3, x4, residual = ps
+    stem = (weights(3, 3, 3, 16), window(same(3, 2), same(3, 2)))
+    dw5 = (weights(5, 5, 1, 20), window(same(5, 2), same(5, 2)))
     return [
-        _block(b, x1, (weights(1, 1, 8, 24), ONE), (weights(3, 3, 1, 24), window(same(3), same(3))), relu6),
-        _block(b, x2, (weights(1, 1, 16, 40), ONE), (weights(3, 3, 1, 40), FOLDED), relu6),
-        _block(b, x3, (weights(3, 3, 3, 16), window(same(3, 2), same(3, 2))), (weights(3, 3, 1, 16), window(same(3), same(3))), relu6),
-        _block(b, x4, (weights(1, 1, 8, 20), ONE), (weights(5, 5, 1, 20), window(same(5, 2), same(5, 2))), swish),
-        _block(b, x1, (weights(1, 1, 8, 24), ONE), (weights(3, 3, 1, 24), window(same(3), same(3))), swish, residual),
-    ]  # fmt: skip
+        _block(b, x1, expand(8, 24), dw3(24), relu6),
+        _block(b, x2, expand(16, 40), dw3(40, FOLDED), relu6),
+        _block(b, x3, stem, dw3(16), relu6),
+        _block(b, x4, expand(8, 20), dw5, swish),
+        _block(b, x1, expand(8, 24), dw3(24), swish, residual),
+    ]
 
 
 SHAPES = [
@@ -149,9 +160,9 @@ def test_inverted_residuals_match_the_evaluator(split_everything: None) -> None:
 
 def test_the_expanded_tensor_is_no_buffer() -> None:
     """The nested producer's output lives in the fusion's row buffer: KH rows, not H."""
-    module = _fused([f32(1, 40, 40, 16)], lambda mb, b, ps: [
-        _block(b, ps[0], (weights(1, 1, 16, 96), ONE), (weights(3, 3, 1, 96), window(same(3), same(3))), relu6)
-    ])  # fmt: skip
+    module = _fused(
+        [f32(1, 40, 40, 16)], lambda mb, b, ps: [_block(b, ps[0], expand(16, 96), dw3(96), relu6)]
+    )
     (fusion,) = _nested(module)
     form = expand_depthwise(_view(fusion), fusion)
     assert isinstance(form, ExpandDepthwise)
@@ -191,9 +202,9 @@ def test_non_finite_weights_multiply_the_padding() -> None:
     def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
         x1, x2 = ps
         return [
-            _block(b, x1, (weights(1, 1, 8, 24), ONE), (w_dw, window(same(3), same(3))), relu6),
-            _block(b, x2, (w_stem, window(same(3), same(3))), (weights(3, 3, 1, 16), window(same(3), same(3))), relu6),
-        ]  # fmt: skip
+            _block(b, x1, expand(8, 24), (w_dw, SAME3), relu6),
+            _block(b, x2, (w_stem, SAME3), dw3(16), relu6),
+        ]
 
     shapes = [f32(1, 7, 9, 8), f32(1, 8, 6, 3)]
     module = _fused(shapes, body)
@@ -215,17 +226,9 @@ def test_the_pass_leaves_shared_and_small_producers_alone() -> None:
         x, y = ps
         w1 = b.constant(weights(1, 1, 8, 16))
         hidden = _biased(b, b.convolution(x, w1, ConvAttrs(ONE, NHWC)), relu6)
-        w2 = b.constant(weights(3, 3, 1, 16))
-        dw = b.convolution(
-            hidden, w2, ConvAttrs(window(same(3), same(3)), NHWC, feature_group_count=16)
-        )
-        small = _block(
-            b,
-            y,
-            (weights(1, 1, 8, 16), ONE),
-            (weights(3, 3, 1, 16), window(same(3), same(3))),
-            relu6,
-        )
+        depthwise = ConvAttrs(SAME3, NHWC, feature_group_count=16)
+        dw = b.convolution(hidden, b.constant(weights(3, 3, 1, 16)), depthwise)
+        small = _block(b, y, expand(8, 16), dw3(16), relu6)
         return [_biased(b, dw, relu6), hidden, small]  # hidden is a result too: a buffer
 
     module = build([f32(1, 30, 30, 8), f32(1, 20, 30, 8)], body)

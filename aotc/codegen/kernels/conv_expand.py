@@ -19,13 +19,15 @@ neighbour computed too; results are those of the unfused kernels, bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from llvmlite import ir
 
 from aotc.abi import ALIGN
 from aotc.codegen.irtypes import i64, mul_nuw
-from aotc.codegen.kernels.conv_depthwise import DepthwiseConv, depthwise_conv
+from aotc.codegen.kernels.conv_depthwise import DepthwiseConv, InputRows, depthwise_conv
 from aotc.codegen.kernels.conv_rows import RowConv, RowEmitter, row_conv
 from aotc.codegen.kernels.gemm_tile import gep
 from aotc.codegen.loops import Split, for_range, loop_nest
@@ -55,8 +57,8 @@ def expand_depthwise(producer: Instruction, consumer: Instruction) -> ExpandDept
     """The fused form of output fusion ``consumer`` (a depthwise convolution) reading
     ``producer`` (an output fusion of a convolution) as its input, or None.
 
-    Both are fusions of the entry (their operands are its instructions): the expand fusion
-    pass asks before nesting, codegen again on the nested fusion's view.
+    Both are fusions as the entry has them (their operands are its instructions): codegen
+    asks with the nested producer's view (``kernels/fusion.py``).
     """
     inner, outer = _contraction(producer), _contraction(consumer)
     if inner is None or outer is None or inner.operands[0].opcode is not Opcode.PARAMETER:
@@ -89,55 +91,51 @@ def _contraction(fusion: Instruction) -> Instruction | None:
     return conv if conv.attrs_as(ConvAttrs).batch_group_count == 1 else None
 
 
-class ExpandRows:
-    """``with ExpandRows(...) as (n, oh):`` loops over the depthwise output rows (claiming
-    ``split``); each iteration first computes into ``ring`` the producer rows its window needs,
-    which the depthwise row, emitted in the body, reads through ``lines``."""
+def ring_lines(form: ExpandDepthwise, ring: ir.Value) -> InputRows:
+    """Where producer row ``ih`` is: slot ``ih % KH`` of the buffer at ``ring``."""
 
-    def __init__(
-        self,
-        b: ir.IRBuilder,
-        form: ExpandDepthwise,
-        produce: RowEmitter,
-        ring: ir.Value,
-        split: Split | None,
-    ):
-        self.b, self.form, self.produce, self.ring, self.split = b, form, produce, ring, split
+    def line(b: ir.IRBuilder, ih: ir.Value) -> ir.Value:
+        slot = b.urem(ih, i64(form.depthwise.kernel_hw[0]))
+        return gep(b, ring, mul_nuw(b, slot, i64(form.line_floats)))
 
-    def lines(self, b: ir.IRBuilder, ih: ir.Value) -> ir.Value:
-        """The buffer slot of producer row ``ih``."""
-        slot = b.urem(ih, i64(self.form.depthwise.kernel_hw[0]))
-        return gep(b, self.ring, mul_nuw(b, slot, i64(self.form.line_floats)))
+    return line
 
-    def __enter__(self) -> tuple[ir.Value, ir.Value]:
-        dw = self.form.depthwise
-        self._nest = loop_nest(self.b, [dw.batch, dw.out_hw[0]], "xd", self.split)
-        n, oh = self._nest.__enter__()
-        self._fill(n, oh)
-        return n, oh
 
-    def __exit__(self, *exc: object) -> None:
-        self._nest.__exit__(*exc)
+@contextmanager
+def expand_rows(
+    b: ir.IRBuilder,
+    form: ExpandDepthwise,
+    produce: RowEmitter,
+    ring: ir.Value,
+    split: Split | None,
+) -> Iterator[tuple[ir.Value, ir.Value]]:
+    """``with expand_rows(...) as (n, oh):`` loops over the depthwise output rows (claiming
+    ``split``); each iteration first computes into ``ring`` the producer rows the window needs,
+    which the depthwise row emitted in the body reads (``ring_lines``)."""
+    dw = form.depthwise
+    first = i64(0)  # the first row a call computes, of each image
+    if split is not None and dw.batch == 1 and dw.out_hw[0] > 1:
+        first = split.lo  # the split is over the rows (else over the batch, or none)
+    lines = ring_lines(form, ring)
+    with loop_nest(b, [dw.batch, dw.out_hw[0]], "xd", split) as (n, oh):
+        start, stop = _fresh_rows(b, dw, oh, first)
+        with for_range(b, stop, "xr", start) as ih:
+            produce(b, n, ih, lines(b, ih))
+        yield n, oh
 
-    def _fill(self, n: ir.Value, oh: ir.Value) -> None:
-        """Compute producer rows ``[start, stop)``: the window's rows past those the previous
-        output row of this call read (all of them at the call's first row)."""
-        b, dw = self.b, self.form.depthwise
-        kh, w = dw.kernel_hw[0], dw.window[0]
-        top = b.sub(b.mul(oh, i64(w.stride)), i64(w.pad_low))  # the window's first row
-        low = _max(b, top, i64(0))
-        stop = _min(b, b.add(top, i64(kh)), i64(dw.in_hw[0]))
-        fresh = _max(b, low, b.add(top, i64(kh - w.stride)))  # past the previous window
-        start = b.select(b.icmp_signed("==", oh, self._first_row()), low, fresh)
-        with for_range(self.b, _max(b, stop, start), "xr", start) as ih:
-            self.produce(b, n, ih, self.lines(b, ih))
 
-    def _first_row(self) -> ir.Value:
-        """The first output row this call computes (of each batch element)."""
-        dw = self.form.depthwise
-        if self.split is None or dw.batch > 1 or dw.out_hw[0] == 1:
-            return i64(0)  # the split, if any, is over the batch: every image from row 0
-        return self.split.lo
+def _fresh_rows(
+    b: ir.IRBuilder, dw: DepthwiseConv, oh: ir.Value, first: ir.Value
+) -> tuple[ir.Value, ir.Value]:
+    """The producer rows ``[start, stop)`` output row ``oh`` computes: its window's rows past
+    those the previous output row read (all of them at the call's first row)."""
+    kh, w = dw.kernel_hw[0], dw.window[0]
+    top = b.sub(b.mul(oh, i64(w.stride)), i64(w.pad_low))  # the window's first row
+    low = _max(b, top, i64(0))
+    stop = _min(b, b.add(top, i64(kh)), i64(dw.in_hw[0]))
+    fresh = _max(b, low, b.add(top, i64(kh - w.stride)))  # past the previous window
+    start = b.select(b.icmp_signed("==", oh, first), low, fresh)
+    return start, _max(b, stop, start)
 
 
 def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -36,7 +36,7 @@ from aotc.codegen.kernels.conv import (
     packs_weights,
 )
 from aotc.codegen.kernels.conv_depthwise import depthwise_row_emitter
-from aotc.codegen.kernels.conv_expand import ExpandRows, expand_depthwise
+from aotc.codegen.kernels.conv_expand import expand_depthwise, expand_rows, ring_lines
 from aotc.codegen.kernels.conv_rows import row_emitter
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
@@ -236,12 +236,12 @@ def _emit_expand_fusion(
     x, w = (inner[parameter_number(op)] for op in _contraction(_plan(producer)).operands)
     call = GemmCall(io.outputs[0], x, w, None, inner)
     produce = row_emitter(b, form.producer, io.vector, call, partial(_epilogue, producer))
-    rows = ExpandRows(b, form, produce, io.scratch, io.split)
     weights = pointers[parameter_number(conv.operands[1])]
     call = GemmCall(io.outputs[0], io.scratch, weights, None, pointers)
     epilogue = partial(_epilogue, io.inst)
-    emit_row = depthwise_row_emitter(b, form.depthwise, io.vector, call, epilogue, rows.lines)
-    with rows as (n, oh):
+    lines = ring_lines(form, io.scratch)
+    emit_row = depthwise_row_emitter(b, form.depthwise, io.vector, call, epilogue, lines)
+    with expand_rows(b, form, produce, io.scratch, io.split) as (n, oh):
         emit_row(b, n, oh)
 
 
