@@ -25,7 +25,8 @@ Three shapes of group are accepted:
   elementwise chain up to the root; its kernel applies that epilogue to each accumulated
   element before the store (in the GEMM tile store on the fast paths). The contraction's
   operands are fusion parameters, never fused, except that a convolution's input may be an
-  output fusion nested in the group, read by nothing else (``aotc/passes/expand_fusion.py``).
+  output fusion nested in the group, read by nothing else (``aotc/passes/expand_fusion.py``),
+  or a parameter times a broadcast factor per feature (squeeze-and-excitation's scale).
 
 Expensive members (exp, divide, ...) must be computed once per element: never under an
 expanding broadcast, and never from two loops of a row group (the reduce loop and the outer
@@ -43,6 +44,7 @@ from dataclasses import dataclass, replace
 
 from aotc.hlo.ir import (
     Computation,
+    ConvAttrs,
     Dimensions,
     FusionAttrs,
     FusionKind,
@@ -225,12 +227,12 @@ def _output_plan(group: _Group, dots: list[Instruction]) -> FusionPlan | None:
     if len(dots) != 1 or dots[0] is group.root:
         return None
     dot = dots[0]
-    nested = _nested_producer(group, dot)
-    if any(group.has(op) and op is not nested for op in dot.operands):
+    fused_input = _nested_producer(group, dot) or next(iter(_input_scale(group, dot)), None)
+    if any(group.has(op) and op is not fused_input for op in dot.operands):
         return None
     if not _index_preserving_to(group, dot, lambda u: False):
         return None
-    others = [m for m in group.order if m is not dot and m is not nested]
+    others = [m for m in group.order if m is not dot and m is not fused_input]
     if any(not _elemental_or_reduce(m) or m.opcode is Opcode.REDUCE for m in others):
         return None
     plan = FusionPlan(FusionKind.OUTPUT, dot=dot)
@@ -249,6 +251,33 @@ def _nested_producer(group: _Group, dot: Instruction) -> Instruction | None:
     if plan is None or plan.kind is not FusionKind.OUTPUT:
         return None
     return producer if not any(group.has(op) for op in producer.operands) else None
+
+
+def _input_scale(group: _Group, dot: Instruction) -> list[Instruction]:
+    """The members scaling a convolution's input per feature, the input's multiply first
+    (squeeze-and-excitation: ``x * broadcast(s)``, ``s`` an outside operand or its reshape
+    with one element per feature, read by nothing else); [] if none."""
+    product = dot.operands[0]
+    if dot.opcode is not Opcode.CONVOLUTION or product.opcode is not Opcode.MULTIPLY:
+        return []
+    if not group.has(product) or group.users[id(product)] != [dot]:
+        return []
+    x, scale = product.operands
+    if scale.opcode is not Opcode.BROADCAST:
+        x, scale = scale, x
+    if group.has(x) or not group.has(scale) or group.users[id(scale)] != [product]:
+        return []
+    members = [product, scale]
+    source = scale.operands[0]
+    if source.opcode is Opcode.RESHAPE and group.has(source):
+        if group.users[id(source)] != [scale]:
+            return []
+        members.append(source)
+        source = source.operands[0]
+    feature = dot.attrs_as(ConvAttrs).dims.input_feature
+    mapped = scale.attrs_as(Dimensions).dimensions
+    per_feature = feature in mapped and source.array_shape.size == x.array_shape.dims[feature]
+    return members if per_feature and not group.has(source) else []
 
 
 def _index_preserving_to(

@@ -195,7 +195,24 @@ def _extras(
     group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]
 ) -> Iterator[list[Instruction]]:
     yield [producer]
+    cheap = _cheap_below(group, producer, group_of)
+    if cheap:  # a convolution's input scaled per feature joins whole: multiply, broadcast
+        yield [producer, *cheap]
     yield _closure(group, producer, group_of)  # only when the producer alone failed
+
+
+def _cheap_below(
+    group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]
+) -> list[Instruction]:
+    """The cheap producers (broadcast, reshape, ...) below ``producer`` that may join."""
+    found: list[Instruction] = []
+    pending = [producer]
+    while pending:
+        for op in dict.fromkeys(pending.pop().operands):
+            if op.opcode in CHEAP and op not in found and _joinable(group, op, group_of):
+                found.append(op)
+                pending.append(op)
+    return found
 
 
 def _plan_with(group: FusionGroup, extra: list[Instruction]) -> FusionPlan | None:

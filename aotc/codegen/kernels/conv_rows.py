@@ -38,7 +38,7 @@ from aotc.codegen.kernels.dot_gemm import (
 )
 from aotc.codegen.kernels.gemm import strip
 from aotc.codegen.kernels.gemm_plan import NC_MAX, GemmPlan, plan_gemm
-from aotc.codegen.kernels.gemm_tile import gep, k_loop, load_vector, offset, resize
+from aotc.codegen.kernels.gemm_tile import gep, k_loop, load_vector, offset, resize, splat
 from aotc.codegen.kernels.window import if_inside, window_position
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
 from aotc.codegen.vector import VectorInfo
@@ -72,6 +72,11 @@ class RowConv(NhwcConv2d):
 
     def scratch_bytes(self, info: VectorInfo) -> int:
         return 0  # the input is read in place and the tile lives in registers
+
+    def scaled_bytes(self, info: VectorInfo) -> int:
+        """Scratch for the packed weights scaled at run time (``row_emitter``'s ``scale``)."""
+        plan = self.plan(info)
+        return -(-self.cout // plan.panel) * self.k * plan.panel * 4
 
     def tiles(self, info: VectorInfo) -> list[tuple[int, int]]:
         """(first column, columns) of the tiles of an output row: as few as the register tile
@@ -146,9 +151,11 @@ def emit_row_conv(
     info: VectorInfo,
     call: GemmCall,
     epilogue: VectorEpilogueFactory | None = None,
+    scale: ir.Value | None = None,
 ) -> None:
-    """Compute the convolution into ``call.out`` (lhs: the input; the weights are packed)."""
-    emit_row = row_emitter(b, spec, info, call, epilogue)
+    """Compute the convolution into ``call.out`` (lhs: the input; the weights are packed),
+    the input scaled per feature by the floats at ``scale`` if given."""
+    emit_row = row_emitter(b, spec, info, call, epilogue, scale)
     with loop_nest(b, [spec.batch, spec.out_hw[0]], "rc", call.split) as (n, oh):
         emit_row(b, n, oh, None)
 
@@ -159,11 +166,21 @@ def row_emitter(
     info: VectorInfo,
     call: GemmCall,
     epilogue: VectorEpilogueFactory | None = None,
+    scale: ir.Value | None = None,
 ) -> RowEmitter:
     """What computes one output row (its tiles, the fused epilogue applied) wherever it is
-    called in the function ``b`` is in; a fused consumer stores rows elsewhere (``line``)."""
+    called in the function ``b`` is in; a fused consumer stores rows elsewhere (``line``).
+
+    With ``scale`` (one float per input feature: squeeze-and-excitation's factors), the input
+    is scaled per feature: ``conv(x * s, W) = conv(x, s * W)``, so the packed weights are
+    scaled once per call into ``call.scratch`` (``RowConv.scaled_bytes``) instead of every
+    input element.
+    """
     plan = spec.plan(info)
-    weights = packed_weights(b.module, f"{b.function.name}.rowconv", plan, spec.weights)
+    weights: ir.Value = packed_weights(b.module, f"{b.function.name}.rowconv", plan, spec.weights)
+    if scale is not None:
+        assert call.scratch is not None, "scaled weights live in scratch"
+        weights = _scaled_weights(b, spec, plan, (weights, scale), call.scratch)
     apply = epilogue(b, list(call.extras)) if epilogue is not None else None
 
     def emit_row(b: ir.IRBuilder, n: ir.Value, oh: ir.Value, line: ir.Value | None) -> None:
@@ -177,6 +194,28 @@ def row_emitter(
                 _emit_features(b, row, first, columns, None)
 
     return emit_row
+
+
+def _scaled_weights(
+    b: ir.IRBuilder,
+    spec: RowConv,
+    plan: GemmPlan,
+    sources: tuple[ir.Value, ir.Value],
+    out: ir.Value,
+) -> ir.Value:
+    """The packed weights at ``out``, each panel row (one ``k``, input feature ``k % Cin``)
+    times that feature's factor."""
+    packed, scale = sources
+    assert plan.panel % plan.vw == 0
+    rows = -(-spec.cout // plan.panel) * spec.k
+    with for_range(b, rows, "rs") as r:
+        factor = splat(b, b.load(gep(b, scale, b.urem(r, i64(spec.cin))), typ=F32), plan.vw)
+        line = mul_nuw(b, r, i64(plan.panel))
+        for v in range(0, plan.panel, plan.vw):
+            at = add_nuw(b, line, i64(v))
+            value = load_vector(b, gep(b, packed, at), plan.vw, plan.vw)
+            b.store(b.fmul(value, factor), gep(b, out, at), align=4)
+    return out
 
 
 def _tile_runs(spec: RowConv, info: VectorInfo) -> list[tuple[int, int, int]]:

@@ -37,7 +37,7 @@ from aotc.codegen.kernels.conv import (
 )
 from aotc.codegen.kernels.conv_depthwise import depthwise_row_emitter
 from aotc.codegen.kernels.conv_expand import expand_depthwise, expand_rows, ring_lines
-from aotc.codegen.kernels.conv_rows import row_emitter
+from aotc.codegen.kernels.conv_rows import RowConv, emit_row_conv, row_emitter
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
     GemmCall,
@@ -164,7 +164,36 @@ def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     if producer is not None:
         return _nested_scratch_bytes(inst, producer, info)
     spec = _fused_gemm(inst, info) or _fused_conv(inst)
-    return spec.scratch_bytes(info) if spec is not None else 0
+    if isinstance(spec, RowConv) and _scales_weights(inst, spec):
+        return spec.scaled_bytes(info)
+    own = spec.scratch_bytes(info) if spec is not None else 0
+    if spec is not None and _input_scale(inst) is not None:
+        return _aligned(_contraction(_plan(inst)).operands[0].array_shape.byte_size) + own
+    return own
+
+
+def _input_scale(fusion: Instruction) -> tuple[Instruction, Instruction] | None:
+    """The parameters ``(x, s)`` when an output fusion's convolution reads ``x`` scaled per
+    feature by ``s`` (the input scale ``fusion_plan`` accepts), else None."""
+    plan = _plan(fusion)
+    conv = plan.dot if plan.kind is FusionKind.OUTPUT else None
+    if conv is None or conv.opcode is not Opcode.CONVOLUTION:
+        return None
+    if conv.operands[0].opcode is not Opcode.MULTIPLY:
+        return None
+    x, scale = conv.operands[0].operands
+    if scale.opcode is not Opcode.BROADCAST:
+        x, scale = scale, x
+    source = scale.operands[0]
+    return x, source.operands[0] if source.opcode is Opcode.RESHAPE else source
+
+
+def _scales_weights(fusion: Instruction, spec: FastConv) -> bool:
+    """Whether the row-tiled kernel scales its weights instead of the input: exact where no
+    tap reads padding (a zero times an infinite scaled weight is NaN, a skipped tap is not)."""
+    if not isinstance(spec, RowConv) or _input_scale(fusion) is None:
+        return False
+    return all(w.pad_low <= 0 and w.pad_high <= 0 for w in spec.window)
 
 
 def _nested_scratch_bytes(fusion: Instruction, producer: Instruction, info: VectorInfo) -> int:
@@ -321,8 +350,9 @@ def _fused_conv(fusion: Instruction) -> FastConv | None:
         return None
     conv, root = _contraction(plan), comp.root
     x, w = conv.operands
-    if x.opcode not in (Opcode.PARAMETER, Opcode.FUSION) or w.opcode is not Opcode.PARAMETER:
-        return None  # a fusion: the nested producer (its output in scratch)
+    inputs = (Opcode.PARAMETER, Opcode.FUSION, Opcode.MULTIPLY)  # nested producer, input scale
+    if x.opcode not in inputs or w.opcode is not Opcode.PARAMETER:
+        return None
     if root.is_tuple:
         return None
     if root.array_shape != conv.array_shape:
@@ -340,10 +370,17 @@ def _emit_conv_output_fusion(
     """A convolution with its epilogue: in the GEMM tile store, or per element of the loops;
     ``nested`` holds the output of a nested producer, the convolution's input."""
     spec = _fused_conv(io.inst)
-    x = nested if nested is not None else io.pointer(parameter_number(conv.operands[0]))
     w = io.pointer(parameter_number(conv.operands[1]))
     pointers = [p for p in io.pointers if p is not None]
-    if spec is not None and x is not None and w is not None and len(pointers) == len(io.pointers):
+    fast = spec is not None and w is not None and len(pointers) == len(io.pointers)
+    scale = _input_scale(io.inst) if nested is None else None
+    if fast and scale is not None:
+        _emit_scaled_conv(b, io, comp, conv, scale)
+        return
+    x = nested
+    if x is None and conv.operands[0].opcode is Opcode.PARAMETER:
+        x = io.pointer(parameter_number(conv.operands[0]))
+    if spec is not None and fast and x is not None and w is not None:
         call = GemmCall(io.outputs[0], x, w, io.scratch, pointers, io.split)
         emit_conv_fast_path(b, spec, io.vector, call, partial(_epilogue, io.inst))
         return
@@ -360,6 +397,31 @@ def _emit_conv_output_fusion(
 
     kernel = io.inst.operands[parameter_number(conv.operands[1])]
     emit_conv_loops(b, conv, [gens[id(op)] for op in conv.operands], finish, kernel, io.split)
+
+
+def _emit_scaled_conv(
+    b: ir.IRBuilder,
+    io: KernelIO,
+    comp: Computation,
+    conv: Instruction,
+    scale: tuple[Instruction, Instruction],
+) -> None:
+    """A convolution of its input scaled per feature: on row tiles with the weights scaled,
+    else the scaled input stored to scratch first."""
+    spec = _fused_conv(io.inst)
+    assert spec is not None and io.scratch is not None
+    x, s = (io.pointer(parameter_number(p)) for p in scale)
+    w = io.pointer(parameter_number(conv.operands[1]))
+    if isinstance(spec, RowConv) and _scales_weights(io.inst, spec) and x is not None:
+        assert s is not None and w is not None
+        call = GemmCall(io.outputs[0], x, w, io.scratch, list(io.pointers), io.split)
+        emit_row_conv(b, spec, io.vector, call, partial(_epilogue, io.inst), s)
+        return
+    product = conv.operands[0]
+    gens = _generators(comp, io.operands, {id(conv): _cell_reader({}, conv)})
+    emit_store_loop(b, gens[id(product)], io.scratch, product.array_shape)
+    rest = b.gep(io.scratch, [i64(_aligned(product.array_shape.byte_size))], source_etype=I8)
+    _emit_conv_output_fusion(b, replace(io, scratch=rest), comp, conv, io.scratch)
 
 
 def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> VectorEpilogue:
