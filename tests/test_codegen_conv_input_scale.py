@@ -60,12 +60,12 @@ def _scaled_conv(
 
 def _body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
     x1, s1, x2, s2, residual, x3, x4, s4 = ps
-    same3 = ConvAttrs(window(same(3), same(3)), NHWC)
+    same3, one = ConvAttrs(window(same(3), same(3)), NHWC), ConvAttrs(ONE, NHWC)
     return [
-        _scaled_conv(b, x1, b.unary(Opcode.LOGISTIC, s1), weights(1, 1, 24, 40), ConvAttrs(ONE, NHWC)),
-        _scaled_conv(b, x2, s2, weights(1, 1, 20, 16), ConvAttrs(ONE, NHWC), residual),
+        _scaled_conv(b, x1, b.unary(Opcode.LOGISTIC, s1), weights(1, 1, 24, 40), one),
+        _scaled_conv(b, x2, s2, weights(1, 1, 20, 16), one, residual),
         _scaled_conv(b, x3, s2, weights(3, 3, 20, 24), same3),  # padding: the input to scratch
-        _scaled_conv(b, x4, s4, weights(1, 1, 640, 520), ConvAttrs(ONE, NHWC)),  # a GEMM
+        _scaled_conv(b, x4, s4, weights(1, 1, 640, 520), one),  # a GEMM
     ]  # fmt: skip
 
 
@@ -89,9 +89,9 @@ def _scaled(module: Module) -> list[Instruction]:
     found = []
     for inst in module.entry.instructions:
         plan = inst.attrs_as(FusionAttrs).plan if inst.opcode is Opcode.FUSION else None
-        if plan is not None and plan.kind is FusionKind.OUTPUT and plan.dot is not None:
-            if plan.dot.operands[0].opcode is Opcode.MULTIPLY:
-                found.append(inst)
+        dot = plan.dot if plan is not None and plan.kind is FusionKind.OUTPUT else None
+        if dot is not None and dot.operands[0].opcode is Opcode.MULTIPLY:
+            found.append(inst)
     return found
 
 
