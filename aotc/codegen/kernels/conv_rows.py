@@ -11,7 +11,8 @@ weights, packed at compile time as ``[Cout/pr][KH][KW][Cin][pr]`` (``pack_b`` wi
 K block; ``pr`` is ``nr`` or the wider panel all cpu levels of a portable object read,
 ``gemm_plan.plan_gemm``): each tile streams its weight panel once, the whole K accumulates
 in registers, and the fused epilogue (bias, activation, residual) runs on the finished
-vectors before their only store. No scratch.
+vectors before their only store. No scratch, except for an input scaled per feature
+(``row_emitter``'s ``scale``).
 
 Padding costs nothing in the inner loop (its taps are skipped, which is exact for finite
 weights, ``hlo/finite.py``; others keep the implicit GEMM): a kernel row off the input is
