@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 from codegen_testing import run_and_compare
 from hlo_programs import build
+from llvmlite import ir
 
 from aotc.codegen import TargetSpec
 from aotc.codegen.emitter import emit_module_assigned
+from aotc.codegen.irtypes import I8, I64, freeze_functions, module_bytes, readonly_global
 from aotc.codegen.target import create_target_machine, emit_object, parse_ir
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.ir import Instruction, Opcode
@@ -59,3 +62,28 @@ def test_parse_ir_reads_latin1_text_exactly() -> None:
     assert '[4 x i8] c"\\00\\22\\\\\\FF"' in str(parsed)  # LLVM prints a backslash as two
     tm, _ = create_target_machine(TargetSpec())
     assert emit_object(parsed, tm)[:4] == b"\x7fELF"
+
+
+def _two_functions() -> tuple[ir.Module, ir.Function]:
+    module = ir.Module("m")
+    table = readonly_global(module, "table", bytes(range(256)) * 32)
+    callee = ir.Function(module, ir.FunctionType(I8, [I64]), "callee")
+    b = ir.IRBuilder(callee.append_basic_block())
+    b.ret(b.load(b.gep(table, [callee.args[0]]), typ=I8))
+    caller = ir.Function(module, ir.FunctionType(I8, [I64]), "caller")
+    b = ir.IRBuilder(caller.append_basic_block())
+    b.ret(b.call(callee, [caller.args[0]]))
+    return module, callee
+
+
+def test_functions_frozen_early_print_as_they_would_have_and_stay_unchanged() -> None:
+    whole = module_bytes(_two_functions()[0])
+    module, callee = _two_functions()
+    freeze_functions(module)  # both printed and freed here
+    assert not callee.blocks
+    assert module_bytes(module) == whole
+    module, callee = _two_functions()
+    freeze_functions(module)
+    callee.attributes.add("noinline")
+    with pytest.raises(AssertionError, match="callee changed"):
+        module_bytes(module)

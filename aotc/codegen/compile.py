@@ -142,6 +142,7 @@ def compile_module_assigned(
             lambda k, n: say(f"kernels {k}/{n}"),
             multicore=multicore,
             size_bits=pointer_bits(str(tm.target_data)),
+            freeze=True,
         )
         llvm_module.triple = tm.triple
         llvm_module.data_layout = str(tm.target_data)

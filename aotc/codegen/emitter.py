@@ -42,7 +42,18 @@ from aotc.codegen.buffers import (
 )
 from aotc.codegen.control_flow import ControlFlow
 from aotc.codegen.dispatch import CpuLevel, emit_cpu_level, emit_dispatch
-from aotc.codegen.irtypes import I8, I32, I64, PTR, VOID, alloca, i64, load_element, readonly_global
+from aotc.codegen.irtypes import (
+    I8,
+    I32,
+    I64,
+    PTR,
+    VOID,
+    alloca,
+    freeze_functions,
+    i64,
+    load_element,
+    readonly_global,
+)
 from aotc.codegen.kernels import (
     kernel_emitter,
     kernel_packed_operands,
@@ -129,6 +140,7 @@ def emit_module_assigned(
     on_kernel: Callable[[int, int], None] | None = None,
     multicore: bool = True,
     size_bits: int = 64,
+    freeze: bool = False,
 ) -> tuple[ir.Module, BufferAssignment]:
     """The LLVM module for ``module`` and the buffer assignment it was emitted with.
 
@@ -138,7 +150,9 @@ def emit_module_assigned(
     ``len(updated)`` root elements are written back to those arguments, after every kernel has
     run (kernels may still read the old value). ``on_kernel(done, total)`` is called after
     each kernel is emitted (progress for large models). ``multicore`` adds the multi-core
-    entry points (``size_bits``: the target's ``size_t``).
+    entry points (``size_bits``: the target's ``size_t``). ``freeze`` prints each level's
+    functions once the level is emitted and frees their IR (``irtypes.freeze_functions``):
+    the module's text is then made only by ``irtypes.module_bytes``.
     """
     levels = tuple(levels)
     vectors = [level.vector for level in levels]
@@ -173,6 +187,8 @@ def emit_module_assigned(
                 entry.pool = _open_pool(entry, assignment, layout)  # type: ignore[arg-type]
             _emit_program(entry, assignment, kernel_done if not suffix else lambda: None)
             bodies[suffix].append(entry.builder.function)
+        if freeze:
+            freeze_functions(llvm_module)  # one level's IR at a time
     run_buffers = _dispatched(llvm_module, name, levels, bodies[""], "")
     params = module.entry.parameters
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), num_results)

@@ -12,6 +12,7 @@ holds a value bf16 represents; stores keep the high half of the bits.
 from __future__ import annotations
 
 import contextvars
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -309,8 +310,17 @@ def module_bytes(
         *(t.get_declaration() for t in module.get_identified_types().values()),
     ]
     _splice_text(out, "\n".join(header))
+    frozen = _FROZEN.pop(module, {})
     functions: list[str] = []
     for value in module.globals.values():
+        if value.name in frozen:
+            printed = _thawed(value, frozen.pop(value.name))
+            if edit is not None:
+                functions.append(printed.decode("latin-1"))
+            else:
+                out += b"\n"
+                out += printed
+            continue
         if edit is not None and isinstance(value, ir.Function) and value.blocks:
             functions.append(str(value))
         else:
@@ -323,6 +333,38 @@ def module_bytes(
     _splice_text(out, "".join(f"\n{line}" for line in module._get_metadata_lines()))
     out += b"\0"
     return out
+
+
+#: module -> name -> (printed text, prototype) of each function ``freeze_functions`` freed
+_FROZEN: weakref.WeakKeyDictionary[ir.Module, dict[str, tuple[bytearray, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def freeze_functions(module: ir.Module) -> None:
+    """Print each finished function of ``module`` now and free its body (``module_bytes``
+    puts the text in its place): a program emitted in parts holds one part's IR at a time.
+    A frozen function may still be called, never changed (``module_bytes`` checks)."""
+    frozen = _FROZEN.setdefault(module, {})
+    for value in module.globals.values():
+        if isinstance(value, ir.Function) and value.blocks and value.name not in frozen:
+            text = bytearray()
+            _splice_text(text, value)
+            _release(value)
+            frozen[value.name] = (text, _prototype(value))
+
+
+def _thawed(fn: ir.Function, frozen: tuple[bytearray, str]) -> bytearray:
+    """The text ``freeze_functions`` made of ``fn``, which must not have changed since."""
+    text, prototype = frozen
+    assert not fn.blocks and _prototype(fn) == prototype, f"{fn.name} changed"
+    return text
+
+
+def _prototype(fn: ir.Function) -> str:
+    buf: list[str] = []
+    fn.descr_prototype(buf)
+    return buf[0]
 
 
 def _splice_text(out: bytearray, printable: object) -> None:
