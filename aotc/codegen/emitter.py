@@ -150,9 +150,10 @@ def emit_module_assigned(
     ``len(updated)`` root elements are written back to those arguments, after every kernel has
     run (kernels may still read the old value). ``on_kernel(done, total)`` is called after
     each kernel is emitted (progress for large models). ``multicore`` adds the multi-core
-    entry points (``size_bits``: the target's ``size_t``). ``freeze`` prints each level's
-    functions once the level is emitted and frees their IR (``irtypes.freeze_functions``):
-    the module's text is then made only by ``irtypes.module_bytes``.
+    entry points (``size_bits``: the target's ``size_t``). ``freeze`` prints the functions
+    of each kernel once it is emitted and frees their IR (``irtypes.freeze_functions``; all
+    but the entry being built): the module's text is then made only by
+    ``irtypes.module_bytes``.
     """
     levels = tuple(levels)
     vectors = [level.vector for level in levels]
@@ -185,7 +186,14 @@ def emit_module_assigned(
             entry.emitted, entry.layout = emitted, layout
             if suffix:
                 entry.pool = _open_pool(entry, assignment, layout)  # type: ignore[arg-type]
-            _emit_program(entry, assignment, kernel_done if not suffix else lambda: None)
+
+            def step_done(entry: _Entry = entry, suffix: str = suffix) -> None:
+                if not suffix:
+                    kernel_done()
+                if freeze:
+                    freeze_functions(llvm_module, entry.builder.function)
+
+            _emit_program(entry, assignment, step_done)
             bodies[suffix].append(entry.builder.function)
         if freeze:
             freeze_functions(llvm_module)  # one level's IR at a time

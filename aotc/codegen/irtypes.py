@@ -341,13 +341,19 @@ _FROZEN: weakref.WeakKeyDictionary[ir.Module, dict[str, tuple[bytearray, str]]] 
 )
 
 
-def freeze_functions(module: ir.Module) -> None:
-    """Print each finished function of ``module`` now and free its body (``module_bytes``
-    puts the text in its place): a program emitted in parts holds one part's IR at a time.
-    A frozen function may still be called, never changed (``module_bytes`` checks)."""
+def freeze_functions(module: ir.Module, building: ir.Function | None = None) -> None:
+    """Print each finished function of ``module`` (all but ``building``) now and free its
+    body (``module_bytes`` puts the text in its place): a program emitted in parts holds one
+    part's IR at a time. A frozen function may still be called, never changed
+    (``module_bytes`` checks). Only the functions added since the last frozen one are
+    looked at (newest first), so freezing after every part costs no more than printing."""
     frozen = _FROZEN.setdefault(module, {})
-    for value in module.globals.values():
-        if isinstance(value, ir.Function) and value.blocks and value.name not in frozen:
+    for value in reversed(module.globals.values()):
+        if not isinstance(value, ir.Function) or value is building:
+            continue
+        if value.name in frozen:
+            break
+        if value.blocks:
             text = bytearray()
             _splice_text(text, value)
             _release(value)
