@@ -83,6 +83,11 @@ def test_functions_frozen_early_print_as_they_would_have_and_stay_unchanged() ->
     assert not callee.blocks
     assert module_bytes(module) == whole
     module, callee = _two_functions()
+    caller = module.globals["caller"]
+    freeze_functions(module, building=caller)  # the function being built is left alone
+    assert not callee.blocks and caller.blocks
+    assert module_bytes(module) == whole
+    module, callee = _two_functions()
     freeze_functions(module)
     callee.attributes.add("noinline")
     with pytest.raises(AssertionError, match="callee changed"):
