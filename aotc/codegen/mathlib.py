@@ -12,7 +12,9 @@ numpy; ULP = units in the last place of the float32 result:
 function    method                                          measured   bound the tests assert
 ==========  ==============================================  =========  =======================
 exp         Cephes ``expf``: x = n ln2 + r, polynomial;    0.96 ULP   2 ULP (incl. subnormal
-            2^n applied in two exact steps                             results)
+            2^n applied in two exact steps (which                      results)
+            overflow / underflow: no special-value
+            selects)
 log         Cephes ``logf``: frexp, polynomial             0.77 ULP   2 ULP
 expm1       Kahan: (u - 1) x / log u, u = exp x (|x| < 1)   2.35 ULP   4 ULP
 log1p       Goldberg: log(u) x / (u - 1), u = 1 + x         2.25 ULP   4 ULP
@@ -127,11 +129,6 @@ class _Ops:
     def copysign(self, magnitude: ir.Value, sign: ir.Value) -> ir.Value:
         return call_intrinsic(self.b, "copysign", [magnitude, sign])
 
-    def clamp(self, x: ir.Value, low: float, high: float) -> ir.Value:
-        """min(max(x, low), high); nan becomes ``high`` (callers patch nan afterwards)."""
-        x = self.select(self.lt(x, self.c(high)), x, self.c(high))
-        return self.select(self.gt(x, self.c(low)), x, self.c(low))
-
     def round_small(self, x: ir.Value) -> ir.Value:
         """Round to nearest even for |x| < 2^22 (f32) / 2^51 (f64), with no libm call."""
         magic = self.c(12582912.0 if self.element == F32 else 6755399441055744.0)
@@ -156,8 +153,11 @@ def _element(ty: ir.Type) -> ir.Type:
 
 # ---- exp, log and friends --------------------------------------------------------------------
 
-_EXP_HI = 88.72283172607422  # largest float whose exp is finite
-_EXP_LO = -103.97207641601562  # smallest float whose exp does not round to 0
+# exp(x) is inf above 88.7228 and rounds to 0 below -103.972. Clamped to [_EXP_LO, _EXP_HI]
+# (nan passes the clamp), the scaling by 2^n overflows to inf and underflows to 0 by itself:
+# n stays in [-159, 128], where both of its halves are normal exponents.
+_EXP_HI = 89.0
+_EXP_LO = -110.0
 _EXP_POLY = (
     1.9875691500e-4,
     1.3981999507e-3,
@@ -169,28 +169,26 @@ _EXP_POLY = (
 _LN2_HI = 0.693359375
 _LN2_LO = -2.12194440e-4
 _LOG2E = 1.44269504088896341
+_ROUND_MAGIC = 12582912.0  # 1.5 * 2^23: adding it rounds |x| < 2^22 to an integer
 
 
 def _exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Cephes ``expf`` with no selects for special values: nan flows through the arithmetic,
+    +-inf are clamped and the final scaling overflows or underflows as exp does."""
     m = _Ops(b, x.type)
-    xc = m.clamp(x, _EXP_LO, _EXP_HI)
-    p, n = _exp_parts(m, xc)
-    result = _scale_by_power_of_two(m, p, n)
-    result = m.select(m.gt(x, m.c(_EXP_HI)), m.c(float("inf")), result)
-    result = m.select(m.lt(x, m.c(_EXP_LO)), m.c(0.0), result)
-    return m.select(m.isnan(x), x, result)
-
-
-def _exp_parts(m: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """(p, n) with exp(x) = p * 2^n, p in [1/sqrt 2, sqrt 2], for x in [_EXP_LO, _EXP_HI]."""
-    n = m.round_small(m.mul(x, m.c(_LOG2E)))
-    r = m.sub(m.sub(x, m.mul(n, m.c(_LN2_HI))), m.mul(n, m.c(_LN2_LO)))
-    p = m.add(m.add(m.mul(m.poly(r, _EXP_POLY), m.mul(r, r)), r), m.c(1.0))
-    return p, m.b.fptosi(n, m.ity)
+    xc = m.select(m.gt(x, m.c(_EXP_HI)), m.c(_EXP_HI), x)
+    xc = m.select(m.lt(xc, m.c(_EXP_LO)), m.c(_EXP_LO), xc)
+    shifted = m.fmuladd(xc, m.c(_LOG2E), m.c(_ROUND_MAGIC))  # round(x log2 e) + magic
+    n = m.sub(shifted, m.c(_ROUND_MAGIC))
+    r = m.fmuladd(n, m.c(-_LN2_LO), m.fmuladd(n, m.c(-_LN2_HI), xc))
+    p = m.add(m.fmuladd(m.poly(r, _EXP_POLY), m.mul(r, r), r), m.c(1.0))
+    # n as an integer from the low bits of ``shifted`` (no fptosi: nan would make it poison)
+    exponent = m.b.sub(m.bits(shifted), m.bits(m.c(_ROUND_MAGIC)))
+    return _scale_by_power_of_two(m, p, exponent)
 
 
 def _scale_by_power_of_two(m: _Ops, p: ir.Value, n: ir.Value) -> ir.Value:
-    """p * 2^n for n in [-150, 128], in two exact steps so subnormals round once."""
+    """p * 2^n for n in [-252, 254], in two exact steps so subnormals round once."""
     half = m.b.ashr(n, m.ci(1))
     rest = m.b.sub(n, half)
     return m.mul(m.mul(p, _power_of_two(m, half)), _power_of_two(m, rest))
