@@ -19,8 +19,10 @@ Three shapes of group are accepted:
   elementwise ops on ``K`` that consume them) once, then the rest of the root. A cached value
   may only be read at the row index: by another cached member, by a *boundary* broadcast
   ``broadcast(dimensions={0..k-1})`` whose users are index-preserving (elementwise) up to the
-  root or a reduce's operand, or by a root of shape ``K``. Softmax and layer norm become one
-  or two kernels this way.
+  root or a reduce's operand, or by a root of shape ``K``. An expensive member read in more
+  than one of the row's loops (softmax's exp: by the sum and by the root) is a *row* member:
+  the first reduce loop reading it stores each element in a row buffer and the later loops
+  read them back, so it is computed once. Softmax and layer norm become one kernel each.
 * **output** (kOutput): one dot or convolution (a *contraction*) whose only user is an
   elementwise chain up to the root; its kernel applies that epilogue to each accumulated
   element before the store (in the GEMM tile store on the fast paths). The contraction's
@@ -30,7 +32,8 @@ Three shapes of group are accepted:
 
 Expensive members (exp, divide, ...) must be computed once per element: never under an
 expanding broadcast, and never from two loops of a row group (the reduce loop and the outer
-loop) -- recomputing them there is not free the way a common subexpression in one loop is.
+loop) -- recomputing them there is not free the way a common subexpression in one loop is --
+unless they are row members (their row of at most ``MAX_ROW_ELEMENTS`` is kept, not redone).
 
 The fused emitter composes element generators, one call per level of operands, so a fused
 computation more than ``MAX_FUSION_DEPTH`` instructions deep has no plan (the call inliner
@@ -77,17 +80,19 @@ class FusionPlan:
     kind: FusionKind
     row_rank: int = 0  # k: the number of leading root dimensions looped over per row
     cached: tuple[Instruction, ...] = ()  # computed once per row, in post-order
+    rows: tuple[Instruction, ...] = ()  # kept in a row buffer by the first loop computing them
     dot: Instruction | None = None  # an output fusion's contraction (dot or convolution)
     in_place: frozenset[int] = frozenset()  # parameter numbers, once outlined (``outlined``)
 
     def named(self) -> tuple[Instruction, ...]:
         """The instructions the plan refers to."""
-        return (*self.cached, *(() if self.dot is None else (self.dot,)))
+        return (*self.cached, *self.rows, *(() if self.dot is None else (self.dot,)))
 
     def remapped(self, copies: Mapping[int, Instruction]) -> FusionPlan:
         """The same plan over copies of its instructions (``id(original) -> copy``)."""
         dot = None if self.dot is None else copies[id(self.dot)]
-        return replace(self, cached=tuple(copies[id(m)] for m in self.cached), dot=dot)
+        cached = tuple(copies[id(m)] for m in self.cached)
+        return replace(self, cached=cached, rows=tuple(copies[id(m)] for m in self.rows), dot=dot)
 
 
 class _Group:
@@ -185,7 +190,7 @@ def plan_group(members: Collection[Instruction], root: Instruction) -> FusionPla
         plan_or_none = _row_plan(group, inner)
         if plan_or_none is None:
             return None
-        plan = plan_or_none
+        plan = _with_row_members(group, plan_or_none)
     return plan if _expensive_ok(group, plan) else None
 
 
@@ -394,20 +399,78 @@ def _feeds_reduce_input(
     return reduce.operands[0] is value and reduce.operands[1] is not value
 
 
+#: Elements of a row member's row at most: its buffer (on the stack) stays well inside L1.
+MAX_ROW_ELEMENTS = 4096
+
+
+def _with_row_members(group: _Group, plan: FusionPlan) -> FusionPlan:
+    """``plan`` with the expensive members that several loops of a row read, where each can
+    be kept in a row buffer (``_row_member``), as row members."""
+    if _expensive_ok(group, plan):
+        return plan
+    cached = {id(m) for m in plan.cached}
+    contexts = _contexts(group, plan, cached)
+    rows = tuple(
+        m
+        for m in group.order
+        if m.opcode in EXPENSIVE
+        and id(m) not in cached
+        and len(contexts[id(m)][0]) > 1
+        and _row_member(group, m, plan.row_rank)
+    )
+    return replace(plan, rows=rows)
+
+
+def _row_member(group: _Group, m: Instruction, k: int) -> bool:
+    """``m`` is read at the loop's own index wherever it is read: every path from it to the
+    root or to a reduce's operand is elementwise on its shape, which is the root's (so a
+    reduce loop reading it covers its whole row), and its row fits a buffer."""
+    dims = m.array_shape.dims
+    if m is group.root or dims != group.root.array_shape.dims:
+        return False
+    row = 1
+    for size in dims[k:]:
+        row *= size
+    if row > MAX_ROW_ELEMENTS:
+        return False
+
+    def reads_input(user: Instruction) -> bool:
+        return user.opcode is Opcode.REDUCE
+
+    if not _index_preserving_to(group, m, reads_input):
+        return False
+    return all(_feeds_reduce_input(group, m, pair) for pair in _reduce_users(group, m))
+
+
 # ---- recomputation of expensive members ------------------------------------------------------
 
 
 def _expensive_ok(group: _Group, plan: FusionPlan) -> bool:
     """No expensive member is computed more than once per element of its value."""
     cached = {id(m) for m in plan.cached}
-    contexts: dict[int, set[str]] = {}
-    repeated: dict[int, bool] = {}
-    for m in reversed(group.order):
-        contexts[id(m)], repeated[id(m)] = _context(group, m, plan, cached, contexts, repeated)
-        once = not repeated[id(m)] and len(contexts[id(m)]) <= 1
+    contexts = _contexts(group, plan, cached)
+    for m in group.order:
+        where, again = contexts[id(m)]
+        once = not again and len(where) <= 1
         if m.opcode in EXPENSIVE and m is not plan.dot and id(m) not in cached and not once:
             return False
     return True
+
+
+def _contexts(
+    group: _Group, plan: FusionPlan, cached: set[int]
+) -> dict[int, tuple[set[str], bool]]:
+    """Per member: the loops it is computed in, and whether one computes it repeatedly. A row
+    member is computed in one place (the first loop reading it); the others read its buffer."""
+    rows = {id(m) for m in plan.rows}
+    contexts: dict[int, set[str]] = {}
+    repeated: dict[int, bool] = {}
+    for m in reversed(group.order):
+        if id(m) in rows:
+            contexts[id(m)], repeated[id(m)] = {f"row:{m.name}"}, False
+        else:
+            contexts[id(m)], repeated[id(m)] = _context(group, m, plan, cached, contexts, repeated)
+    return {key: (where, repeated[key]) for key, where in contexts.items()}
 
 
 def _context(

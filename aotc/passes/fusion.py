@@ -199,6 +199,9 @@ def _extras(
     if cheap:  # a convolution's input scaled per feature joins whole: multiply, broadcast
         yield [producer, *cheap]
     yield _closure(group, producer, group_of)  # only when the producer alone failed
+    # then without what an expensive member below needs: a normalization (a sum's inverse)
+    # joins its consumer even where the exp it sums cannot join both loops
+    yield _closure(group, producer, group_of, below_expensive=False)
 
 
 def _cheap_below(
@@ -233,16 +236,27 @@ def _joinable(group: FusionGroup, producer: Instruction, group_of: dict[int, Fus
 
 
 def _closure(
-    group: FusionGroup, producer: Instruction, group_of: dict[int, FusionGroup]
+    group: FusionGroup,
+    producer: Instruction,
+    group_of: dict[int, FusionGroup],
+    below_expensive: bool = True,
 ) -> list[Instruction]:
-    """``producer`` and every producer below it that could join along with it."""
+    """``producer`` and every producer below it that could join along with it (without
+    ``below_expensive``: no expensive elementwise one but ``producer``). A contraction never
+    joins a closure holding a reduce: no plan has both (softmax over a dot's output)."""
     trial = FusionGroup(
         group.root, [*group.members, producer], group.plan, group.users, group.limit
     )
     pending = [producer]
+    reduces = any(m.opcode is Opcode.REDUCE for m in trial.members)
     while pending and len(trial.members) < min(2 * len(group.members) + 64, group.limit):
         for op in dict.fromkeys(pending.pop().operands):
+            if (reduces and op.opcode in CONTRACTIONS) or (
+                not below_expensive and op.opcode in EXPENSIVE and op.opcode in ELEMENTAL
+            ):
+                continue
             if _joinable(trial, op, group_of):
+                reduces = reduces or op.opcode is Opcode.REDUCE
                 trial.add([op])
                 pending.append(op)
     return trial.members[len(group.members) :]

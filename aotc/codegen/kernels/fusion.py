@@ -10,7 +10,8 @@ re-derived here) says which loop structure to emit:
 * kInput with rows: a loop over the kept dimensions ``K``; per row, each cached member (inner
   reduces and the elementwise ops on them) is computed once into a register, then the root's
   remaining dimensions are looped over, reading the cached values through the boundary
-  broadcasts;
+  broadcasts; a row member (softmax's exp) is stored into a row buffer on the stack by the
+  first reduce loop that computes it and read back from there by the later loops;
 * kOutput: the dot (or convolution) kernel's loops, with the elementwise epilogue applied to
   each accumulated element before the store; an f32 GEMM-shaped dot (or an NHWC convolution,
   ``conv.py``) runs on the GEMM engine with the epilogue
@@ -19,14 +20,14 @@ re-derived here) says which loop structure to emit:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
 from llvmlite import ir
 
 from aotc.abi import ALIGN
-from aotc.codegen.irtypes import I8, i64, register_type, store_element
+from aotc.codegen.irtypes import I8, i64, linear_index, register_type, store_element
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.conv import (
     FastConv,
@@ -104,8 +105,10 @@ def _generators(
     params: Sequence[ElementGenerator],
     special: Generators,
     memoized: bool = True,
+    wrappers: Mapping[int, Callable[[ElementGenerator], ElementGenerator]] | None = None,
 ) -> Generators:
-    """Generators of every instruction but reduces; ``special`` ones are given.
+    """Generators of every instruction but reduces; ``special`` ones are given, ``wrappers``
+    wrap the made generator of theirs.
 
     A member read twice at the same index (``add(x, x)``) is emitted once where the first
     value dominates the second (``_memoized``): composed without that, a chain of such
@@ -123,6 +126,8 @@ def _generators(
             Opcode.FUSION,
         ):  # nested: no element form
             made = make_generator(inst, [gens[id(op)] for op in inst.operands])
+            if wrappers and id(inst) in wrappers:
+                made = wrappers[id(inst)](made)
             gens[id(inst)] = _memoized(made) if memoized else made
     return gens
 
@@ -462,24 +467,112 @@ def _cell_reader(cells: Cells, inst: Instruction) -> ElementGenerator:
 # ---- row fusions -----------------------------------------------------------------------------
 
 
+#: Rows at most this long are emitted in blocks of ``ROW_BLOCK`` (when the innermost row
+#: dimension divides): a short row is a chain of dependent steps (a horizontal max, exp of
+#: the max-shifted row, a sum, ...) too long for the out-of-order window to overlap with the
+#: next row's; emitting each step for the block's rows one after the other gives that overlap.
+SHORT_ROW = 256
+ROW_BLOCK = 4
+
+
 def _emit_row_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, plan: FusionPlan) -> None:
     cells: Cells = {}
-    gens = _generators(comp, io.operands, {id(m): _cell_reader(cells, m) for m in plan.cached})
-    root = comp.root
-    shape = root.array_shape
     k = plan.row_rank
     row_dims = plan.cached[0].array_shape.dims
-    with loop_nest(b, row_dims, "row", io.split) as row:
+    block = _row_block(row_dims, plan.cached[0].operands[0].array_shape.dims[k:])
+    buffers = [_RowBuffer(b, m, k, block) for m in plan.rows]
+    wrappers = {id(buffer.member): buffer.generator for buffer in buffers}
+    special = {id(m): _cell_reader(cells, m) for m in plan.cached}
+    gens = _generators(comp, io.operands, special, wrappers=wrappers)
+    blocked = [*row_dims[:-1], row_dims[-1] // block]
+    with loop_nest(b, blocked, "row", io.split) as outer:
+        rows = [_blocked_row(b, outer, block, j) for j in range(block)]
+        values: list[Cells] = [{} for _ in rows]
         for member in plan.cached:
-            cells[id(member)] = _row_value(b, member, gens, row)
-        if root.opcode is Opcode.REDUCE:
-            store_element(b, _fold_row(b, root, gens, row), io.outputs[0], shape, row)
-        elif shape.rank == k:
-            store_element(b, gens[id(root)](b, row), io.outputs[0], shape, row)
-        else:
-            with loop_nest(b, shape.dims[k:], "col") as col:
-                index = [*row, *col]
-                store_element(b, gens[id(root)](b, index), io.outputs[0], shape, index)
+            for j, row in enumerate(rows):
+                _select_row(j, cells, values, buffers)
+                values[j][id(member)] = _row_value(b, member, gens, row)
+            for buffer in buffers:
+                buffer.loop_done()
+        for j, row in enumerate(rows):
+            _select_row(j, cells, values, buffers)
+            _emit_row_root(b, io, comp.root, gens, row)
+
+
+def _row_block(row_dims: Sequence[int], row: Sequence[int]) -> int:
+    length = 1
+    for size in row:
+        length *= size
+    if length > SHORT_ROW or not row_dims or row_dims[-1] % ROW_BLOCK:
+        return 1
+    return ROW_BLOCK
+
+
+def _blocked_row(b: ir.IRBuilder, outer: Sequence[ir.Value], block: int, j: int) -> list[ir.Value]:
+    """Row ``j`` of the block at ``outer`` (whose last index counts blocks)."""
+    if block == 1:
+        return list(outer)
+    last = b.add(b.mul(outer[-1], i64(block)), i64(j))
+    return [*outer[:-1], last]
+
+
+def _select_row(j: int, cells: Cells, values: list[Cells], buffers: Sequence[_RowBuffer]) -> None:
+    """Make row ``j`` of the block the one the generators read (cells, row buffers)."""
+    cells.clear()
+    cells.update(values[j])
+    for buffer in buffers:
+        buffer.current = j
+
+
+def _emit_row_root(
+    b: ir.IRBuilder, io: KernelIO, root: Instruction, gens: Generators, row: Sequence[ir.Value]
+) -> None:
+    shape, k = root.array_shape, len(row)
+    if root.opcode is Opcode.REDUCE:
+        store_element(b, _fold_row(b, root, gens, row), io.outputs[0], shape, row)
+    elif shape.rank == k:
+        store_element(b, gens[id(root)](b, row), io.outputs[0], shape, row)
+    else:
+        with loop_nest(b, shape.dims[k:], "col") as col:
+            index = [*row, *col]
+            store_element(b, gens[id(root)](b, index), io.outputs[0], shape, index)
+
+
+class _RowBuffer:
+    """The stack rows of a row member, one per row of a block: the first loop generating the
+    member's elements of a row stores them there, the later loops (after that loop is done)
+    load them instead of recomputing."""
+
+    def __init__(self, b: ir.IRBuilder, member: Instruction, k: int, block: int):
+        self.member = member
+        self.dims = member.array_shape.dims[k:]
+        self.k = k
+        size = 1
+        for d in self.dims:
+            size *= d
+        self.element = register_type(member.array_shape.dtype)
+        self.type = ir.ArrayType(self.element, size)
+        self.rows = [entry_alloca(b, self.type, f"row.{member.name}") for _ in range(block)]
+        self.current = 0  # the block's row being emitted
+        self.filled = [False] * block  # a finished loop has stored the whole row
+        self.written = [False] * block  # the loop being emitted stores the row
+
+    def loop_done(self) -> None:
+        self.filled = [f or w for f, w in zip(self.filled, self.written, strict=True)]
+
+    def generator(self, compute: ElementGenerator) -> ElementGenerator:
+        def generate(b: ir.IRBuilder, index: Sequence[ir.Value]) -> ir.Value:
+            j = self.current
+            offset = linear_index(b, index[self.k :], self.dims)
+            pointer = b.gep(self.rows[j], [i64(0), offset], inbounds=True, source_etype=self.type)
+            if self.filled[j]:
+                return b.load(pointer, typ=self.element)
+            value = compute(b, index)
+            b.store(value, pointer)
+            self.written[j] = True
+            return value
+
+        return generate
 
 
 def _row_value(

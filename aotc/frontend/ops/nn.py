@@ -46,12 +46,19 @@ def softmax(ctx: TranslationContext, node: Node, logits: Instruction) -> Instruc
     batch_dims = list(range(last))
 
     def reduce_last(x: Instruction, opcode: Opcode, init: float) -> Instruction:
-        total = b.reduce(
+        return b.reduce(
             [x], [ctx.scalar(init, shape.dtype)], [last], ctx.module.reducer(opcode, shape.dtype)
         )
-        return b.broadcast(total, shape.dims, batch_dims)
+
+    def rows(x: Instruction) -> Instruction:
+        return b.broadcast(x, shape.dims, batch_dims)
 
     # Subtracting the row maximum keeps exp from overflowing, as TF and XLA do.
-    shifted = b.binary(Opcode.SUBTRACT, logits, reduce_last(logits, Opcode.MAXIMUM, -float("inf")))
+    shifted = b.binary(
+        Opcode.SUBTRACT, logits, rows(reduce_last(logits, Opcode.MAXIMUM, -float("inf")))
+    )
     exp = b.unary(Opcode.EXP, shifted)
-    return b.binary(Opcode.DIVIDE, exp, reduce_last(exp, Opcode.ADD, 0.0))
+    # TF's kernel multiplies by the sum's inverse (one division per row, not per element).
+    total = reduce_last(exp, Opcode.ADD, 0.0)
+    inverse = b.binary(Opcode.DIVIDE, ctx.splat(1, total), total)
+    return b.binary(Opcode.MULTIPLY, exp, rows(inverse))
