@@ -144,3 +144,11 @@ def leave_vector_loops_rolled(fn: ir.Function) -> None:
     )
     if vector:
         mark_back_edges(fn.blocks, loop_hint(fn.module, "llvm.loop.unroll.disable"), False)
+
+
+# Innermost loops of this many iterations are kept for the loop vectorizer where it should
+# vectorize them: with a constant trip count LLVM fully unrolls a loop of up to a few hundred
+# iterations before vectorizing, and then vectorizes the loop outside it (a strided gather) or
+# leaves the unrolled code to the SLP vectorizer (an add reduction: one serial scalar chain).
+# Longer loops are never fully unrolled; shorter ones are better straight-line code.
+KEEP_LOOP = range(16, 513)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from llvmlite import ir
 
@@ -29,7 +29,7 @@ from aotc.codegen.irtypes import (
 )
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart
 from aotc.codegen.kernels.scalar_ops import convert, emit_scalar
-from aotc.codegen.loops import Split, loop_hint, loop_nest, mark_back_edges
+from aotc.codegen.loops import KEEP_LOOP, Split, loop_hint, loop_nest, mark_back_edges
 from aotc.errors import CodegenError
 from aotc.hlo.fusion_plan import MAX_FUSED_OPERANDS
 from aotc.hlo.ir import (
@@ -437,10 +437,58 @@ def emit_store_loop(
     out: ir.Value,
     shape: Shape,
     split: Split | None = None,
+    keep_inner: bool = False,
 ) -> None:
-    """Store every element of ``shape`` (those of ``split``'s outer range) from ``generator``."""
-    with loop_nest(b, shape.dims, split=split) as index:
+    """Store every element of ``shape`` (those of ``split``'s outer range) from ``generator``;
+    with ``keep_inner`` (the values read are contiguous along the last dimension: see
+    ``reads_along_last``) the innermost loop is kept for the loop vectorizer."""
+    keep = keep_inner and bool(shape.dims) and shape.dims[-1] in KEEP_LOOP
+    with not_unrolled(b) if keep else nullcontext(), loop_nest(b, shape.dims, split=split) as index:
         store_element(b, generator(b, index), out, shape, index)
+
+
+def reads_along_last(root: Instruction) -> bool:
+    """Whether each array that computing ``root`` reads is read along its own last dimension
+    (or at one element) as ``root``'s last index steps: the bias add and head split of
+    attention (a transpose keeping the last dimension) are, a transpose moving it is not."""
+    pending: list[tuple[Instruction, int | None]] = [(root, root.array_shape.rank - 1)]
+    seen: set[tuple[int, int | None]] = set()
+    while pending:
+        inst, d = pending.pop()
+        if d is None or (id(inst), d) in seen:
+            continue  # read at one element of that dimension
+        seen.add((id(inst), d))
+        moved = _last_dimension_source(inst, d)
+        if moved is None:
+            return False
+        pending.extend(moved)
+    return True
+
+
+def _last_dimension_source(
+    inst: Instruction, d: int
+) -> list[tuple[Instruction, int | None]] | None:
+    """The operand dimensions ``inst``'s dimension ``d`` reads, or None when it is not the
+    last one of an array read directly, or cannot be followed."""
+    rank, op = inst.array_shape.rank, inst.operands[0] if inst.operands else None
+    if inst.opcode in (Opcode.PARAMETER, Opcode.CONSTANT, Opcode.IOTA):
+        return [] if d == rank - 1 else None
+    if inst.opcode in ELEMENTWISE:
+        return [(operand, d) for operand in inst.operands]
+    if inst.opcode is Opcode.BROADCAST and op is not None:
+        dims = inst.attrs_as(Dimensions).dimensions
+        return [(op, dims.index(d) if d in dims else None)]
+    if inst.opcode is Opcode.TRANSPOSE and op is not None:
+        return [(op, inst.attrs_as(Dimensions).dimensions[d])]
+    if inst.opcode in (Opcode.RESHAPE, Opcode.BITCAST) and op is not None:
+        # a reshape keeps the row-major order: a last dimension that splits the operand's last
+        # dimension steps along it
+        last, size = op.array_shape.rank - 1, inst.array_shape.dims[d]
+        split = d == rank - 1 and last >= 0 and size > 0 and op.array_shape.dims[last] % size == 0
+        return [(op, last)] if split else None
+    if inst.opcode is Opcode.SLICE and op is not None:
+        return [(op, d)] if inst.attrs_as(SliceAttrs).strides[d] == 1 else None
+    return None
 
 
 def concat_parts(concat: Instruction) -> list[KernelPart] | None:

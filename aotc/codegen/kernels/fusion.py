@@ -54,6 +54,7 @@ from aotc.codegen.kernels.elemental import (
     emit_concat_store_loops,
     emit_store_loop,
     make_generator,
+    reads_along_last,
 )
 from aotc.codegen.kernels.elemental_vector import Memo, vector_generators
 from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold, interleaved
@@ -159,7 +160,8 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
         operands = [gens[id(op)] for op in root.operands]
         emit_concat_store_loops(b, root, operands, io.outputs[0], split=io.split)
         return
-    emit_store_loop(b, gens[id(root)], io.outputs[0], root.array_shape, io.split)
+    keep = reads_along_last(root)
+    emit_store_loop(b, gens[id(root)], io.outputs[0], root.array_shape, io.split, keep)
 
 
 def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:

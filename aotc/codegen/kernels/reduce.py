@@ -30,7 +30,7 @@ from aotc.codegen.irtypes import call_intrinsic, i64, register_type, store_eleme
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO
 from aotc.codegen.kernels.elemental import emit_scalar_computation
 from aotc.codegen.kernels.window import Row
-from aotc.codegen.loops import entry_alloca, for_range, loop_nest, mark_back_edges
+from aotc.codegen.loops import KEEP_LOOP, entry_alloca, for_range, loop_nest, mark_back_edges
 from aotc.hlo.ir import Computation, Dimensions, Opcode, parameter_number
 from aotc.hlo.memory import output_shapes
 
@@ -42,12 +42,6 @@ ROW_TILE = 4096
 # to cover the add / max latency (4 cycles) at two per cycle without spilling.
 INTERLEAVE = 4
 
-# Reduced rows of this many elements keep their loop for the loop vectorizer: with a constant
-# trip count LLVM fully unrolls a loop of up to a few hundred elements before vectorizing, and
-# the SLP vectorizer leaves an unrolled float add reduction one serial scalar chain (softmax's
-# row sum of 64 was 64 dependent ``vaddss``). Longer rows are never fully unrolled; shorter
-# ones are better straight-line code.
-KEEP_LOOP = range(16, 513)
 
 # Reducers LLVM may reorder, and how each folds an element into a float accumulator.
 _FLOAT_FOLDS = {
