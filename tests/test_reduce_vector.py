@@ -258,3 +258,44 @@ ENTRY main {
     assert f"fmul <{HOST_WIDTH} x float>" in ir
     calls = re.findall(r"call [^@\n]*@([\w.]+)\(", ir)
     assert all(name.startswith(("llvm.", "kernel.")) for name in calls), calls
+
+
+def _head_split(out: str, permutation: str) -> str:
+    """Attention's bias add and head split of K (columns 128..255 of the Q/K/V GEMM)."""
+    return f"""HloModule m
+ENTRY main {{
+  qkv = f32[2,64,384] parameter(0)
+  bias = f32[4,32] parameter(1)
+  k = f32[2,64,128] slice(qkv), slice={{[0:2], [0:64], [128:256]}}
+  heads = f32[2,64,4,32] reshape(k)
+  bb = f32[2,64,4,32] broadcast(bias), dimensions={{2,3}}
+  biased = f32[2,64,4,32] add(heads, bb)
+  y = {out} transpose(biased), dimensions={{{permutation}}}
+  ROOT t = ({out}) tuple(y)
+}}"""
+
+
+@pytest.mark.parametrize(
+    "out, permutation, kept",
+    [("f32[2,4,64,32]", "0,2,1,3", True), ("f32[2,4,32,64]", "0,2,3,1", False)],
+)
+def test_head_split_vectorizes_along_the_last_dimension_it_keeps(
+    out: str, permutation: str, kept: bool
+) -> None:
+    """A transpose keeping the last dimension keeps its innermost loop (of 32) for the loop
+    vectorizer: contiguous vector loads instead of the outer loop vectorized with strided
+    loads. A transpose moving the last dimension (K for Q K^T) is left to LLVM as before."""
+    module = parse_module(_head_split(out, permutation))
+    optimize(module)
+    model = compile_entry(module, "m")
+    if kept:  # before: the loop over 64 vectorized, 32 scalar loads splatted per step
+        assert re.search(rf"load <{HOST_WIDTH} x float>", model.llvm_ir)
+        assert not re.search(r"load float,", model.llvm_ir)
+    rng = np.random.default_rng(1)
+    args = [
+        rng.standard_normal(p.array_shape.dims).astype(np.float32) for p in module.entry.parameters
+    ]
+    (want,) = evaluate(module, args)
+    typed, buffers = run_compiled(model, args)
+    np.testing.assert_array_equal(typed[0], want)
+    np.testing.assert_array_equal(buffers[0], want)
