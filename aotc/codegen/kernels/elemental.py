@@ -473,8 +473,12 @@ def _last_dimension_source(
     rank, op = inst.array_shape.rank, inst.operands[0] if inst.operands else None
     if inst.opcode in (Opcode.PARAMETER, Opcode.CONSTANT, Opcode.IOTA):
         return [] if d == rank - 1 else None
-    if inst.opcode in ELEMENTWISE:
-        return [(operand, d) for operand in inst.operands]
+    if inst.opcode in ELEMENTWISE:  # a scalar operand (select's predicate) is one element
+        same = [o for o in inst.operands if o.array_shape.dims == inst.array_shape.dims]
+        scalars = [o for o in inst.operands if o.array_shape.rank == 0]
+        if len(same) + len(scalars) != len(inst.operands):
+            return None
+        return [(o, d) for o in same]
     if inst.opcode is Opcode.BROADCAST and op is not None:
         dims = inst.attrs_as(Dimensions).dimensions
         return [(op, dims.index(d) if d in dims else None)]
