@@ -301,6 +301,27 @@ CASES = [
            ROOT add = f32[2,2] add(d, broadcast) ...""",
     ),
     (
+        "reshape_of_elementwise",  # keepdims: rsqrt(var + eps) stays on the rows
+        """v = f32[2,3] parameter(0)
+           r = f32[2,3,1] reshape(v)
+           e = f32[] constant(1e-06)
+           eb = f32[2,3,1] broadcast(e), dimensions={}
+           a = f32[2,3,1] add(r, eb)
+           ROOT back = f32[2,3] reshape(a)""",
+        """... broadcast = f32[2,3] broadcast(e), dimensions={}
+           ROOT add = f32[2,3] add(v, broadcast) ...""",
+    ),
+    (
+        "reshape_of_elementwise_chain",  # one level per run: the rsqrt moves first
+        """v = f32[2,3] parameter(0)
+           r = f32[2,3,1] reshape(v)
+           n = f32[2,3,1] abs(r)
+           s = f32[2,3,1] rsqrt(n)
+           ROOT back = f32[2,3] reshape(s)""",
+        """... reshape = f32[2,3] reshape(n)
+           ROOT rsqrt = f32[2,3] rsqrt(reshape) ...""",
+    ),
+    (
         "subtract_constant",
         """x = f32[2,3] parameter(0)
            c = f32[3] constant({1, 2, 3})
@@ -430,6 +451,21 @@ UNCHANGED = [
            p = f32[1,5,5,2] pad(x, z), padding=0_0x0_1x0_1x0_0
            ROOT c = f32[1,7,7,2] convolution(p, k), window={size=3x3 lhs_dilate=2x2},
              dim_labels=b01f_01io->b01f""",
+    ),
+    (
+        "reshape_of_elementwise_with_other_users",  # the rsqrt would be computed twice
+        """v = f32[2,3] parameter(0)
+           r = f32[2,3,1] reshape(v)
+           s = f32[2,3,1] rsqrt(r)
+           back = f32[2,3] reshape(s)
+           ROOT t = (f32[2,3], f32[2,3,1]) tuple(back, s)""",
+    ),
+    (
+        "reshape_of_elementwise_regrouping",  # not only unit dimensions
+        """v = f32[6] parameter(0)
+           r = f32[2,3] reshape(v)
+           s = f32[2,3] negate(r)
+           ROOT back = f32[3,2] reshape(s)""",
     ),
     (
         "scaled_dot_with_other_users",

@@ -16,9 +16,17 @@ from typing import ClassVar
 
 import numpy as np
 
-from aotc.hlo.ir import Dimensions, Instruction, Module, Opcode, SliceAttrs, TupleIndex
+from aotc.hlo.ir import (
+    ELEMENTWISE,
+    Dimensions,
+    Instruction,
+    Module,
+    Opcode,
+    SliceAttrs,
+    TupleIndex,
+)
 from aotc.hlo.loop_analysis import scalar_constant
-from aotc.hlo.shape import PrimitiveType
+from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.passes import fold_batchnorm
 from aotc.passes.rewrite import RewriteContext, Rule, first_match, rewrite_module, splat_value
 from aotc.passes.simplify_conv import CONV_RULES
@@ -137,6 +145,46 @@ def reshape_of_reshape(ctx: RewriteContext, inst: Instruction) -> Instruction | 
     if inner.opcode is not Opcode.RESHAPE:
         return None
     return ctx.b.reshape(inner.operands[0], inst.array_shape.dims)
+
+
+def reshape_of_elementwise(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``reshape(f(a, ...)) -> f(reshape(a), ...)`` for an elementwise ``f`` used only there,
+    when the reshape only adds or drops dimensions of size 1 (TF's ``keepdims``) and each
+    operand of ``f`` is a reshape (which then cancels), a splat or another such ``f``: a
+    per-row value (layer norm's ``rsqrt(var + eps)``) stays on the rows it was reduced to,
+    where a row fusion computes it once per row."""
+    f = inst.operands[0]
+    dims = inst.array_shape.dims
+    if f.opcode not in ELEMENTWISE or ctx.use_count(f) != 1 or f.is_tuple:
+        return None
+    if not _same_but_unit_dims(f.array_shape.dims, dims):
+        return None
+    if not all(_reshapes_freely(ctx, op) for op in f.operands):
+        return None
+    operands = [_reshaped(ctx, op, dims) for op in f.operands]
+    shape = Shape(f.array_shape.dtype, dims)
+    return ctx.b.add(
+        Instruction(ctx.b.names.get(f.opcode.value), f.opcode, shape, operands, f.attrs)
+    )
+
+
+def _same_but_unit_dims(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return [d for d in a if d != 1] == [d for d in b if d != 1]
+
+
+def _reshapes_freely(ctx: RewriteContext, op: Instruction) -> bool:
+    if op.opcode is Opcode.RESHAPE or splat_value(op) is not None:
+        return True
+    return op.opcode in ELEMENTWISE and ctx.use_count(op) == 1 and not op.is_tuple
+
+
+def _reshaped(ctx: RewriteContext, op: Instruction, dims: tuple[int, ...]) -> Instruction:
+    source = op.operands[0] if op.operands else op
+    if op.opcode is Opcode.RESHAPE and source.array_shape.dims == dims:
+        return source  # the reshape cancels
+    if op.opcode is Opcode.BROADCAST and source.array_shape.rank == 0:
+        return ctx.b.broadcast(source, dims, ())
+    return ctx.b.reshape(op, dims)  # moves on inwards in the next run
 
 
 def identity_transpose(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
@@ -258,7 +306,7 @@ RULES: dict[Opcode, list[Rule]] = {
     Opcode.MULTIPLY: [multiply_one, multiply_zero, *fold_batchnorm.MULTIPLY_RULES],
     Opcode.DIVIDE: [divide_one],
     Opcode.CONVERT: [convert_same_type, convert_exact_chain],
-    Opcode.RESHAPE: [same_shape_reshape, reshape_of_reshape],
+    Opcode.RESHAPE: [same_shape_reshape, reshape_of_reshape, reshape_of_elementwise],
     Opcode.TRANSPOSE: [identity_transpose, transpose_of_transpose],
     Opcode.CONSTANT: [splat_constant],
     Opcode.BROADCAST: [identity_broadcast, broadcast_of_broadcast],
