@@ -122,6 +122,31 @@ def test_nan_propagates(op: str) -> None:
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_keys_order_zeros_and_keep_values(dtype: str, op: str) -> None:
+    """Row max/min run on integer keys: -0 orders below +0 (as ``llvm.maximum``), every other
+    value comes back bit for bit (subnormals, infinities), a nan of either sign wins."""
+    numpy = np.float32 if dtype == "f32" else np.float64
+    tiny = np.finfo(numpy).smallest_subnormal
+    rows = [
+        [-0.0, 0.0, -0.0] * 11,  # max +0, min -0
+        [-0.0] * 33,
+        [tiny, -tiny, 0.0] * 11,
+        [np.inf, -np.inf, 1.0] * 11,
+        [1.0] * 32 + [-np.nan],
+        [-np.nan] + [2.0] * 32,
+    ]
+    x = np.array(rows, dtype=numpy)
+    module, model = compile_hlo(_module(dtype, op, x.shape, [(1,)]))
+    (got,), _ = run_compiled(model, [x])
+    pick = np.max if op == "max" else np.min
+    want = np.array([pick(r) for r in x[:4]], dtype=numpy)
+    np.testing.assert_array_equal(got[:4], want)
+    assert np.signbit(got[0]) == (op == "min") and np.signbit(got[1])
+    assert np.isnan(got[4:]).all()
+
+
 def test_variadic_reduce_over_outer_dimension() -> None:
     """argmax down the columns: the kept-innermost path with two accumulator rows."""
     x = RNG.standard_normal((7, 37)).astype(np.float32)
@@ -216,7 +241,9 @@ ENTRY main {{
 def test_softmax_is_vector_code_without_libm() -> None:
     ir = _optimized_ir("HloModule m\n" + ADD + MAX + SOFTMAX)
     assert f"<{HOST_WIDTH} x float>" in ir
-    assert "llvm.vector.reduce.fmaximum" in ir and "llvm.vector.reduce.fadd" in ir
+    # the row max on integer keys (one-cycle vector max), the sum reassociated
+    assert "llvm.vector.reduce.smax" in ir and "llvm.vector.reduce.fadd" in ir
+    assert "llvm.maximum" not in ir
     assert not re.search(r"call [^@]*@(exp|expf)\(", ir)
 
 

@@ -57,7 +57,7 @@ from aotc.codegen.kernels.elemental import (
     reads_along_last,
 )
 from aotc.codegen.kernels.elemental_vector import Memo, vector_generators
-from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold, interleaved
+from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold_loop
 from aotc.codegen.loops import entry_alloca, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
@@ -591,16 +591,14 @@ def _fold_row(
 ) -> ir.Value:
     """Fold the trailing (reduced) dimensions of ``reduce``'s operand at ``row``.
 
-    ``fold`` makes float add/max accumulations reassociable, so the loop vectorizer turns the
-    reduced loop, elemental body included (exp of softmax, squares of layer norm), into
+    ``fold_loop`` makes float add/max accumulations reassociable, so the loop vectorizer turns
+    the reduced loop, elemental body included (exp of softmax, squares of layer norm), into
     vector code with several accumulators.
     """
     data, init = reduce.operands
-    acc = entry_alloca(b, register_type(reduce.array_shape.dtype), "acc")
-    b.store(gens[id(init)](b, []), acc)
     reduced = data.array_shape.dims[len(row) :]
-    with interleaved(b, reduced[-1] if reduced else 1), loop_nest(b, reduced, "r") as r:
-        element = gens[id(data)](b, [*row, *r])
-        total = b.load(acc, typ=acc.allocated_type)
-        b.store(fold(b, reduce.called[0], [total], [element])[0], acc)
-    return b.load(acc, typ=acc.allocated_type)
+
+    def element(b: ir.IRBuilder, r: Sequence[ir.Value]) -> ir.Value:
+        return gens[id(data)](b, [*row, *r])
+
+    return fold_loop(b, reduce, element, gens[id(init)](b, []), reduced)
