@@ -461,6 +461,15 @@ UNCHANGED = [
            ROOT t = (f32[2,3], f32[2,3,1]) tuple(back, s)""",
     ),
     (
+        "reshape_of_clamp_with_scalar_bounds",  # a scalar operand has no rows to reshape
+        """v = f32[2,3] parameter(0)
+           lo = f32[] constant(0)
+           r = f32[2,3,1] reshape(v)
+           hi = f32[] constant(6)
+           s = f32[2,3,1] clamp(lo, r, hi)
+           ROOT back = f32[2,3] reshape(s)""",
+    ),
+    (
         "reshape_of_elementwise_regrouping",  # not only unit dimensions
         """v = f32[6] parameter(0)
            r = f32[2,3] reshape(v)

@@ -159,7 +159,8 @@ def reshape_of_elementwise(ctx: RewriteContext, inst: Instruction) -> Instructio
         return None
     if not _same_but_unit_dims(f.array_shape.dims, dims):
         return None
-    if not all(_reshapes_freely(ctx, op) for op in f.operands):
+    same = all(op.array_shape.dims == f.array_shape.dims for op in f.operands)  # no scalar
+    if not same or not all(_reshapes_freely(ctx, op) for op in f.operands):
         return None
     operands = [_reshaped(ctx, op, dims) for op in f.operands]
     shape = Shape(f.array_shape.dtype, dims)
