@@ -470,6 +470,12 @@ UNCHANGED = [
            ROOT back = f32[2,3] reshape(s)""",
     ),
     (
+        "reshape_of_elementwise_not_cancelling",  # tanh on the new shape would stay a twin
+        """v = f32[2,3] parameter(0)
+           s = f32[2,3] tanh(v)
+           ROOT back = f32[1,2,3] reshape(s)""",
+    ),
+    (
         "reshape_of_elementwise_regrouping",  # not only unit dimensions
         """v = f32[6] parameter(0)
            r = f32[2,3] reshape(v)

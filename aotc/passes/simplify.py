@@ -148,19 +148,15 @@ def reshape_of_reshape(ctx: RewriteContext, inst: Instruction) -> Instruction | 
 
 
 def reshape_of_elementwise(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
-    """``reshape(f(a, ...)) -> f(reshape(a), ...)`` for an elementwise ``f`` used only there,
-    when the reshape only adds or drops dimensions of size 1 (TF's ``keepdims``) and each
-    operand of ``f`` is a reshape (which then cancels), a splat or another such ``f``: a
-    per-row value (layer norm's ``rsqrt(var + eps)``) stays on the rows it was reduced to,
-    where a row fusion computes it once per row."""
+    """``reshape(f(reshape(x), splat)) -> f(x, splat)`` for an elementwise ``f`` used only
+    there (or a chain of such ``f``, one per run), when the reshape only adds or drops
+    dimensions of size 1 (TF's ``keepdims``) and moving it inwards ends at reshapes from its
+    own shape, which cancel: a per-row value (layer norm's ``rsqrt(var + eps)``) stays on the
+    rows it was reduced to, where a row fusion computes it once per row. Where it would not
+    cancel it stays put: an ``f`` on another shape would not be merged with a twin by CSE."""
     f = inst.operands[0]
     dims = inst.array_shape.dims
-    if f.opcode not in ELEMENTWISE or ctx.use_count(f) != 1 or f.is_tuple:
-        return None
-    if not _same_but_unit_dims(f.array_shape.dims, dims):
-        return None
-    same = all(op.array_shape.dims == f.array_shape.dims for op in f.operands)  # no scalar
-    if not same or not all(_reshapes_freely(ctx, op) for op in f.operands):
+    if not _same_but_unit_dims(f.array_shape.dims, dims) or not _cancels(ctx, f, dims, 0):
         return None
     operands = [_reshaped(ctx, op, dims) for op in f.operands]
     shape = Shape(f.array_shape.dtype, dims)
@@ -169,14 +165,28 @@ def reshape_of_elementwise(ctx: RewriteContext, inst: Instruction) -> Instructio
     )
 
 
+#: Elementwise ops a reshape moves through at most on its way to the reshape it cancels.
+_MAX_SINK = 8
+
+
 def _same_but_unit_dims(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return [d for d in a if d != 1] == [d for d in b if d != 1]
 
 
-def _reshapes_freely(ctx: RewriteContext, op: Instruction) -> bool:
-    if op.opcode is Opcode.RESHAPE or splat_value(op) is not None:
-        return True
-    return op.opcode in ELEMENTWISE and ctx.use_count(op) == 1 and not op.is_tuple
+def _cancels(ctx: RewriteContext, f: Instruction, dims: tuple[int, ...], depth: int) -> bool:
+    """A reshape to ``dims`` moved inwards through ``f`` (elementwise, used once, every operand
+    of its shape: clamp's scalar bounds have no rows) meets only reshapes from ``dims``."""
+    if f.opcode not in ELEMENTWISE or f.is_tuple or ctx.use_count(f) != 1 or depth > _MAX_SINK:
+        return False
+    if any(op.array_shape.dims != f.array_shape.dims for op in f.operands):
+        return False
+    return all(_meets(ctx, op, dims, depth) for op in f.operands)
+
+
+def _meets(ctx: RewriteContext, op: Instruction, dims: tuple[int, ...], depth: int) -> bool:
+    if op.opcode is Opcode.RESHAPE:
+        return op.operands[0].array_shape.dims == dims
+    return splat_value(op) is not None or _cancels(ctx, op, dims, depth + 1)
 
 
 def _reshaped(ctx: RewriteContext, op: Instruction, dims: tuple[int, ...]) -> Instruction:

@@ -486,7 +486,7 @@ def _emit_row_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, plan: Fus
     wrappers = {id(buffer.member): buffer.generator for buffer in buffers}
     special = {id(m): _cell_reader(cells, m) for m in plan.cached}
     gens = _generators(comp, io.operands, special, wrappers=wrappers)
-    blocked = [*row_dims[:-1], row_dims[-1] // block]
+    blocked = [*row_dims[:-1], row_dims[-1] // block] if row_dims else []  # K may be a scalar
     with loop_nest(b, blocked, "row", io.split) as outer:
         rows = [_blocked_row(b, outer, block, j) for j in range(block)]
         values: list[Cells] = [{} for _ in rows]
