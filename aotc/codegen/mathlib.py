@@ -177,10 +177,14 @@ def _exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     +-inf are clamped and the final scaling overflows or underflows as exp does."""
     m = _Ops(b, x.type)
     xc = m.select(m.gt(x, m.c(_EXP_HI)), m.c(_EXP_HI), x)
-    xc = m.select(m.lt(xc, m.c(_EXP_LO)), m.c(_EXP_LO), xc)
-    shifted = m.fmuladd(xc, m.c(_LOG2E), m.c(_ROUND_MAGIC))  # round(x log2 e) + magic
+    return _exp_clamped(m, m.select(m.lt(xc, m.c(_EXP_LO)), m.c(_EXP_LO), xc))
+
+
+def _exp_clamped(m: _Ops, x: ir.Value) -> ir.Value:
+    """exp(x) for x (or nan) clamped to [_EXP_LO, _EXP_HI]."""
+    shifted = m.fmuladd(x, m.c(_LOG2E), m.c(_ROUND_MAGIC))  # round(x log2 e) + magic
     n = m.sub(shifted, m.c(_ROUND_MAGIC))
-    r = m.fmuladd(n, m.c(-_LN2_LO), m.fmuladd(n, m.c(-_LN2_HI), xc))
+    r = m.fmuladd(n, m.c(-_LN2_LO), m.fmuladd(n, m.c(-_LN2_HI), x))
     p = m.add(m.fmuladd(m.poly(r, _EXP_POLY), m.mul(r, r), r), m.c(1.0))
     # n as an integer from the low bits of ``shifted`` (no fptosi: nan would make it poison)
     exponent = m.b.sub(m.bits(shifted), m.bits(m.c(_ROUND_MAGIC)))
@@ -288,25 +292,12 @@ def _tanh_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return m.select(m.gt(z, m.c(0.625)), m.copysign(large, x), small)
 
 
-# Below this exp rounds to 0 (even after the last rounding step): the clamp keeps it there.
-_EXP_ZERO = -104.0
-_ROUND_MAGIC = 12582912.0  # 1.5 * 2^23: adding it rounds |x| < 2^22 to an integer
-
-
 def _logistic_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """``_logistic`` with an exp specialised to ``e^-|x|`` in (0, 1], which swish evaluates on
-    every activation of EfficientNet: no overflow or infinity cases, the reduction in FMAs,
-    ``n`` read from the rounding's bits, nan carried by the arithmetic (the clamp keeps it)."""
+    """``_logistic`` with exp specialised to ``e^-|x|`` in (0, 1], which swish evaluates on
+    every activation of EfficientNet: only the lower clamp (nan kept by it)."""
     m = _Ops(b, x.type)
     z = b.fneg(m.abs(x))
-    z = m.select(m.lt(z, m.c(_EXP_ZERO)), m.c(_EXP_ZERO), z)
-    rounded = m.fmuladd(z, m.c(_LOG2E), m.c(_ROUND_MAGIC))
-    n = m.sub(rounded, m.c(_ROUND_MAGIC))
-    r = m.fmuladd(n, m.c(-_LN2_HI), z)
-    r = m.fmuladd(n, m.c(-_LN2_LO), r)
-    p = m.add(m.fmuladd(m.poly(r, _EXP_POLY), m.mul(r, r), r), m.c(1.0))
-    exponent = b.sub(m.bits(rounded), m.bits(m.c(_ROUND_MAGIC)))
-    e = _scale_by_power_of_two(m, p, exponent)
+    e = _exp_clamped(m, m.select(m.lt(z, m.c(_EXP_LO)), m.c(_EXP_LO), z))
     numerator = m.select(m.lt(x, m.c(0.0)), e, m.c(1.0))
     return m.div(numerator, m.add(m.c(1.0), e))
 
