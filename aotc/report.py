@@ -9,7 +9,6 @@ kernels in order, every buffer's place) and the pipeline's pass timings.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,10 +28,8 @@ from aotc.codegen.program import (
 )
 from aotc.codegen.sizes import ObjectSizes
 from aotc.errors import OutputError
+from aotc.hlo.flops import fused_instructions, kernel_flops
 from aotc.hlo.ir import (
-    ELEMENTWISE,
-    ConvAttrs,
-    DotDims,
     FusionAttrs,
     Instruction,
     Opcode,
@@ -240,41 +237,15 @@ def _computation(running: list[_Iteration | _Branch], entry: str) -> str:
 
 
 def _kernel(inst: Instruction, in_place: bool) -> KernelReport:
-    fused = _fused_instructions(inst)
+    fused = fused_instructions(inst)
     kind = inst.attrs_as(FusionAttrs).kind.value if inst.opcode is Opcode.FUSION else ""
     return KernelReport(
         name=inst.name,
         opcode=inst.opcode.value,
         kind=kind,
         fused_ops=[i.opcode.value for i in fused] if inst.opcode is Opcode.FUSION else [],
-        flops=sum(flops(i) for i in fused),
+        flops=kernel_flops(inst),
         bytes_read=sum(byte_size(op) for op in inst.operands),
         bytes_written=byte_size(inst),
         in_place=in_place,
     )
-
-
-def _fused_instructions(inst: Instruction) -> list[Instruction]:
-    if inst.opcode is not Opcode.FUSION:
-        return [inst]
-    return [i for i in inst.called[0].post_order() if i.opcode is not Opcode.PARAMETER]
-
-
-def flops(inst: Instruction) -> int:
-    """Arithmetic operations of one instruction: 1 per elementwise result, 2 per multiply-add
-    of a dot or convolution, 1 per folded element of a reduction; data movement is free."""
-    if inst.is_tuple:
-        return 0
-    size = inst.array_shape.size
-    if inst.opcode in ELEMENTWISE and inst.opcode not in (Opcode.CONVERT, Opcode.COPY):
-        return size
-    if inst.opcode is Opcode.DOT:
-        lhs = inst.operands[0].array_shape.dims
-        return 2 * size * math.prod(lhs[d] for d in inst.attrs_as(DotDims).lhs_contracting)
-    if inst.opcode is Opcode.REDUCE:
-        return inst.operands[0].array_shape.size
-    if inst.opcode is Opcode.CONVOLUTION:
-        kernel, dims = inst.operands[1].array_shape, inst.attrs_as(ConvAttrs).dims
-        per_output = kernel.size // max(kernel.dims[dims.kernel_output_feature], 1)
-        return 2 * size * per_output
-    return 0

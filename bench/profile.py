@@ -28,10 +28,10 @@ from aotc.codegen.compile import CompiledModel, TensorInfo, compile_module
 from aotc.driver import optimize
 from aotc.frontend.sources import load_source
 from aotc.hlo.builder import ComputationBuilder
+from aotc.hlo.flops import flops
 from aotc.hlo.ir import Computation, Instruction, Module, Opcode
 from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.jit import JitModel, aligned_empty
-from aotc.report import flops
 
 #: Instructions that are no kernel of their own (bookkeeping, or the buffers themselves).
 NOT_KERNELS = frozenset((Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT))

@@ -19,9 +19,9 @@ from aotc.codegen.target import TargetSpec, create_target_machine
 from aotc.codegen.vector import VectorInfo, vector_info
 from aotc.driver import compile_graph
 from aotc.frontend.sources import load_source
+from aotc.hlo.flops import flops
 from aotc.hlo.text import print_module
 from aotc.passes import default_pipeline
-from aotc.report import flops
 
 
 @pytest.mark.parametrize("name", fixture_names())
