@@ -1,7 +1,7 @@
 """The multi-core entry point: bit-identical to the single-threaded run on every pool size.
 
-The fixtures' kernels are below the size from which the emitter splits a kernel
-(``emitter.PARALLEL_BYTES``), so the tests lower it to split every kernel that can be split.
+The fixtures' kernels are below the work from which the emitter splits a kernel
+(``parallel.TASK_NS``), so the tests lower it to split every kernel that can be split.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from c_harness import CC, entry_points, exported_and_undefined_symbols, multicore_entry_points
 from click.testing import CliRunner
+from codegen_testing import compile_hlo
 from cross_testing import CROSS_TARGETS, require_toolchains
 from fixtures import CONTROL_FLOW_DATA, TF_DATA, load_fixture
 from mt_harness import INCLUDE, TSAN_CFLAGS, run_multicore
 
 import aotc
 from aotc.cli import main
-from aotc.codegen import CompiledModel, emitter
+from aotc.codegen import CompiledModel, parallel
 from aotc.driver import compile_graph
 from aotc.errors import ConfigError
 from aotc.frontend.options import SourceOptions
@@ -39,7 +40,7 @@ FIXTURES = [
 @pytest.fixture
 def split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Offer every kernel a split: the fixtures' kernels are below the size that pays."""
-    monkeypatch.setattr(emitter, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(parallel, "TASK_NS", 1e-9)
 
 
 def _compiled(folder: Path, name: str) -> tuple[CompiledModel, list]:
@@ -65,10 +66,37 @@ def test_pools_match_the_single_threaded_run(
 def test_kernels_are_split(split_everything: None) -> None:
     """The fixtures do reach the pool: tasks exist and the entry reads the pool."""
     model, _ = _compiled(TF_DATA, "model_mobilenet")
-    tasks = [
+    assert len(_task_functions(model)) >= 10
+
+
+def _task_functions(model: CompiledModel) -> list[str]:
+    return [
         line for line in model.llvm_ir.splitlines() if line.startswith("define") and ".task" in line
     ]
-    assert len(tasks) >= 10
+
+
+def test_the_cost_model_splits_long_kernels_only() -> None:
+    """A 256x256x256 GEMM (33 MFLOP) is split; the small fixture's kernels of a few
+    microseconds run whole (split, they got slower on two threads), and its results still
+    match on every pool."""
+    _, big = compile_hlo(
+        "HloModule m\nENTRY main {\n  a = f32[256,256] parameter(0)\n"
+        "  b = f32[256,256] parameter(1)\n  d = f32[256,256] dot(a, b), "
+        "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  ROOT t = (f32[256,256]) tuple(d)\n}\n"
+    )
+    assert _task_functions(big)
+    model, args = _compiled(TF_DATA, "model_mobilenet")
+    assert not _task_functions(model)
+    reference, pooled = run_multicore(model, args, (2,))
+    _assert_identical("model_mobilenet", reference, pooled)
+
+
+def test_worth_tasks_weighs_arithmetic_and_bytes() -> None:
+    assert parallel.worth_tasks(0, 64 * 1024) == 0  # a small elementwise kernel
+    assert parallel.worth_tasks(400_000, 70_000) == 0  # a small convolution
+    flops = int(4 * parallel.TASK_NS * parallel.FLOPS_PER_NS)
+    assert parallel.worth_tasks(flops, 0) == 4
+    assert parallel.worth_tasks(0, int(3 * parallel.TASK_NS * parallel.BYTES_PER_NS)) == 3
 
 
 def test_no_data_races_under_thread_sanitizer(split_everything: None) -> None:

@@ -70,6 +70,7 @@ from aotc.codegen.parallel import (
     emit_temp_bytes_mt,
     open_pool,
     scratch_layout,
+    worth_tasks,
 )
 from aotc.codegen.program import (
     BranchEnd,
@@ -87,14 +88,11 @@ from aotc.codegen.program import (
 )
 from aotc.codegen.vector import GENERIC, VectorInfo, mark_function
 from aotc.errors import CodegenError
+from aotc.hlo.flops import kernel_flops
 from aotc.hlo.ir import Instruction, Module, Opcode
 from aotc.hlo.memory import byte_size
 
 KernelBody = Callable[[ir.IRBuilder, list[ir.Value], list[ir.Value], Split | None], None]
-
-#: Kernels touching fewer bytes (operands and results) stay whole in the multi-core entry:
-#: a ``parallel_for`` costs about a microsecond of wake-up and joining, what such a kernel runs.
-PARALLEL_BYTES = 64 * 1024
 
 
 @dataclass
@@ -487,9 +485,8 @@ def _call_kernel_part(
     # the scratch pointer travels as one more input, after the operands
     scratch = assignment.scratch if kernel_scratch_bytes(inst, level.vector) > 0 else None
     extra = [scratch] if scratch is not None else []
-    splits = entry.layout is not None and part is None and touched >= PARALLEL_BYTES
-    # tasks of at least half PARALLEL_BYTES each
-    most_tasks = max(2, 2 * touched // PARALLEL_BYTES) if splits else 0
+    splits = entry.layout is not None and part is None
+    most_tasks = worth_tasks(kernel_flops(inst), touched) if splits else 0
 
     def body(
         b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], split: Split | None

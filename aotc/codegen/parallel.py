@@ -42,6 +42,26 @@ PARALLEL_FOR = ir.FunctionType(VOID, [PTR, I32, PTR, PTR])
 HEADER_SLOTS = 2
 
 
+#: What the cost model takes one core to do per nanosecond: arithmetic operations (the GEMM
+#: engine's convolutions run at 100-250 GFLOP/s, depthwise ones and epilogues slower) and
+#: bytes of operands and results read and written (mostly in the caches).
+FLOPS_PER_NS = 150
+BYTES_PER_NS = 100
+#: The least estimated work (ns) worth a task of its own. A ``parallel_for`` of the shipped
+#: pool costs about half a microsecond to hand out and join (cache lines change cores both
+#: ways), and what one task writes and the next kernel reads on another core moves between
+#: the cores' caches: measured, kernels of a few microseconds (the small fixtures', an LSTM
+#: step's GEMV) get slower split in two, kernels of over 10 us faster.
+TASK_NS = 6000.0
+
+
+def worth_tasks(flops: int, touched_bytes: int) -> int:
+    """The most tasks a kernel of ``flops`` touching ``touched_bytes`` is worth splitting
+    into, one per ``TASK_NS`` of estimated single-core work (0: under two, it runs whole)."""
+    tasks = int((flops / FLOPS_PER_NS + touched_bytes / BYTES_PER_NS) // TASK_NS)
+    return tasks if tasks >= 2 else 0
+
+
 @dataclass(frozen=True)
 class ScratchLayout:
     """Where per-thread scratch lives in ``temp``: region ``i >= 1`` at ``offset + (i-1) *
