@@ -82,7 +82,8 @@ def test_the_cost_model_splits_long_kernels_only() -> None:
     _, big = compile_hlo(
         "HloModule m\nENTRY main {\n  a = f32[256,256] parameter(0)\n"
         "  b = f32[256,256] parameter(1)\n  d = f32[256,256] dot(a, b), "
-        "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  ROOT t = (f32[256,256]) tuple(d)\n}\n"
+        "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  ROOT t = (f32[256,256]) tuple(d)\n}\n"
     )
     assert _task_functions(big)
     model, args = _compiled(TF_DATA, "model_mobilenet")
@@ -103,6 +104,44 @@ def test_no_data_races_under_thread_sanitizer(split_everything: None) -> None:
     model, args = _compiled(TF_DATA, "model_mobilenet")
     reference, pooled = run_multicore(model, args, (2, 3), TSAN_CFLAGS)
     _assert_identical("model_mobilenet", reference, pooled)
+
+
+_POOL_STRESS = r"""
+#define _POSIX_C_SOURCE 200112L
+#include <stdio.h>
+#include <time.h>
+#include "aotc_threadpool.h"
+static int marks[16];
+static int call;
+static void task(void *arg, int i) {
+  for (volatile int k = 0; k < 30000; ++k) (void)arg; /* long enough for workers to join */
+  marks[i] = call;
+}
+int main(void) {
+  aotc_threadpool *pool = aotc_threadpool_create(3);
+  if (!pool) return 2;
+  for (call = 1; call <= 3000; ++call) {
+    int n = call % 10;
+    pool->parallel_for(pool->ctx, n, task, NULL);
+    for (int i = 0; i < n; ++i)
+      if (marks[i] != call) { printf("call %d task %d not run\n", call, i); return 1; }
+    if (call % 97 == 0) nanosleep(&(struct timespec){0, 200000}, NULL); /* workers sleep */
+  }
+  aotc_threadpool_destroy(pool);
+  return 0;
+}
+"""
+
+
+def test_the_pool_runs_every_task_once_awake_and_asleep(tmp_path: Path) -> None:
+    """Every task of every job runs, seen by the caller on return, with workers spinning and
+    with workers asleep (a short spin makes them sleep between most jobs); under TSan."""
+    (tmp_path / "stress.c").write_text(_POOL_STRESS)
+    exe = tmp_path / "stress"
+    flags = ["-std=c99", "-O1", "-DAOTC_THREADPOOL_SPIN=20", "-I", str(INCLUDE), *TSAN_CFLAGS]
+    subprocess.run([CC, *flags, str(tmp_path / "stress.c"), "-o", str(exe), "-pthread"], check=True)
+    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("lang", ["c", "c++"])
