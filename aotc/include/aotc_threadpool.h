@@ -62,7 +62,11 @@ typedef struct aotc_threadpool_state {
      next job; fn and arg are read only after a claim, while the job cannot end. */
   unsigned long long state;
   unsigned long long generation;
-  int remaining; /* tasks not yet finished */
+  /* Tasks claimed from state and not yet finished: on a cache line of its own, so the
+     threads finishing tasks do not take the line the others claim from. */
+  char pad[64];
+  int remaining;
+  char pad2[64];
   void (*fn)(void *arg, int i);
   void *arg;
 } aotc_threadpool_state;
@@ -120,9 +124,11 @@ static inline void aotc_threadpool_parallel_for_(void *ctx, int n, void (*fn)(vo
   }
   s->fn = fn;
   s->arg = arg;
-  __atomic_store_n(&s->remaining, n, __ATOMIC_RELAXED);
+  /* Task n-1 is the caller's from the start: it runs at once, and a worker's first claim
+     does not race the caller's for the line. */
+  __atomic_store_n(&s->remaining, n - 1, __ATOMIC_RELAXED);
   unsigned long long gen = ++s->generation;
-  __atomic_store_n(&s->state, (gen << 32) | (unsigned)n, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->state, (gen << 32) | (unsigned)(n - 1), __ATOMIC_SEQ_CST);
   /* A worker going to sleep counts itself in sleepers, then reads state: one of the two
      sees the other's write, so no wake-up is lost and a busy pool takes no lock. */
   if (__atomic_load_n(&s->sleepers, __ATOMIC_SEQ_CST)) {
@@ -130,6 +136,7 @@ static inline void aotc_threadpool_parallel_for_(void *ctx, int n, void (*fn)(vo
     pthread_cond_broadcast(&s->wake);
     pthread_mutex_unlock(&s->lock);
   }
+  fn(arg, n - 1);
   aotc_threadpool_work_(s, gen);
   for (int k = 0; __atomic_load_n(&s->remaining, __ATOMIC_ACQUIRE) && k < AOTC_THREADPOOL_SPIN; ++k)
     AOTC_THREADPOOL_PAUSE();
