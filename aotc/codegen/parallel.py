@@ -191,9 +191,9 @@ def _task_function(
     ]
     tasks, scratch, *args = loaded
     tasks, i = b.ptrtoint(tasks, I64), b.zext(number, I64)
-    divide = _divide_function(module)
-    lo = b.call(divide, [b.mul(i, i64(kernel.units)), tasks])
-    hi = b.call(divide, [b.mul(b.add(i, i64(1)), i64(kernel.units)), tasks])
+    divide, bits = _divide_function(module), i64(kernel.units.bit_length())
+    lo = b.call(divide, [b.mul(i, i64(kernel.units)), tasks, bits])
+    hi = b.call(divide, [b.mul(b.add(i, i64(1)), i64(kernel.units)), tasks, bits])
     if kernel.scratch is not None:
         own = b.gep(scratch, [b.mul(b.sub(i, i64(1)), i64(layout.stride))], source_etype=I8)
         first = b.icmp_unsigned("==", i, i64(0))
@@ -204,23 +204,25 @@ def _task_function(
 
 
 def _divide_function(module: ir.Module) -> ir.Function:
-    """``i64 aotc.divide(i64 n, i64 d)``: ``n / d`` by shifts and subtractions, since a
-    division by a runtime value is a library call on 32-bit targets (``__udivdi3``,
+    """``i64 aotc.divide(i64 n, i64 d, i64 bits)``: ``n / d`` for a quotient below ``2**bits``
+    (a task's bound is at most the units), by one shift and subtraction per quotient bit,
+    since a division by a runtime value is a library call on 32-bit targets (``__udivdi3``,
     ``__aeabi_uldivmod``; ``__aeabi_uidiv`` even for 32 bits on ARM without a divider), and
-    the object calls no library."""
+    the object calls no library. A quotient below ``2**bits`` leaves ``n >> bits`` below
+    ``d``: the remainder starts there."""
     name = "aotc.divide"
     if name in module.globals:
         return module.globals[name]
-    fn = ir.Function(module, ir.FunctionType(I64, [I64, I64]), name)
+    fn = ir.Function(module, ir.FunctionType(I64, [I64, I64, I64]), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     b = function_builder(fn)
-    n, d = fn.args
+    n, d, bits = fn.args
     quotient, rest = entry_alloca(b, I64, "q"), entry_alloca(b, I64, "r")
     b.store(i64(0), quotient)
-    b.store(i64(0), rest)
-    with for_range(b, 64, "bit") as k:
-        bit = b.sub(i64(63), k)
+    b.store(b.lshr(n, bits), rest)
+    with for_range(b, bits, "bit") as k:
+        bit = b.sub(b.sub(bits, i64(1)), k)
         r = b.or_(b.shl(b.load(rest, typ=I64), i64(1)), b.and_(b.lshr(n, bit), i64(1)))
         take = b.icmp_unsigned(">=", r, d)
         b.store(b.select(take, b.sub(r, d), r), rest)
