@@ -41,6 +41,7 @@ FIXTURES = [
 def split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Offer every kernel a split: the fixtures' kernels are below the size that pays."""
     monkeypatch.setattr(parallel, "TASK_NS", 1e-9)
+    monkeypatch.setattr(parallel, "LOCAL_TASK_NS", 1e-9)
 
 
 def _compiled(folder: Path, name: str) -> tuple[CompiledModel, list]:
@@ -98,6 +99,9 @@ def test_worth_tasks_weighs_arithmetic_and_bytes() -> None:
     flops = int(4 * parallel.TASK_NS * parallel.FLOPS_PER_NS)
     assert parallel.worth_tasks(flops, 0) == 4
     assert parallel.worth_tasks(0, int(3 * parallel.TASK_NS * parallel.BYTES_PER_NS)) == 3
+    flops = int(1.5 * parallel.TASK_NS * parallel.FLOPS_PER_NS)  # a ResNet block's kernel
+    assert parallel.worth_tasks(flops, 0) == 0
+    assert parallel.worth_tasks(flops, 0, input_split=True) >= 2
 
 
 def test_no_data_races_under_thread_sanitizer(split_everything: None) -> None:

@@ -121,6 +121,7 @@ class _Entry:
     prefix: str = ""
     layout: ScratchLayout | None = None  # per-thread scratch; None: no multi-core entry
     pool: Pool | None = None  # the caller's pool, in the multi-core entry
+    split: set[str] = field(default_factory=set)  # the kernels split so far (by name)
 
 
 def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tuple[ir.Module, int]:
@@ -486,7 +487,7 @@ def _call_kernel_part(
     scratch = assignment.scratch if kernel_scratch_bytes(inst, level.vector) > 0 else None
     extra = [scratch] if scratch is not None else []
     splits = entry.layout is not None and part is None
-    most_tasks = worth_tasks(kernel_flops(inst), touched) if splits else 0
+    most_tasks = worth_tasks(kernel_flops(inst), touched, _input_split(entry, operands))
 
     def body(
         b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], split: Split | None
@@ -512,9 +513,18 @@ def _call_kernel_part(
         level,
         aligned=[_is_aligned(buf) for buf in buffers],
         same_as=_written_in_place(buffers, len(outputs)),  # type: ignore[arg-type]
-        split=most_tasks,
+        split=most_tasks if splits else 0,
         scratch=bool(extra),
     )
+    if entry.emitted[level.prefix + name].tasks > 1:
+        entry.split.add(inst.name)
+
+
+def _input_split(entry: _Entry, operands: Sequence[Instruction]) -> bool:
+    """Whether the kernel's largest operand came from a split kernel: spread over the cores'
+    caches, where a split of this kernel finds it and a whole run would gather it."""
+    largest = max(operands, key=byte_size, default=None)
+    return largest is not None and largest.name in entry.split
 
 
 def _operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:

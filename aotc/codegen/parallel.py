@@ -49,16 +49,22 @@ FLOPS_PER_NS = 150
 BYTES_PER_NS = 100
 #: The least estimated work (ns) worth a task of its own. A ``parallel_for`` of the shipped
 #: pool costs about half a microsecond to hand out and join (cache lines change cores both
-#: ways), and what one task writes and the next kernel reads on another core moves between
+#: ways), and what one task writes and a later kernel reads on another core moves between
 #: the cores' caches: measured, kernels of a few microseconds (the small fixtures', an LSTM
 #: step's GEMV) get slower split in two, kernels of over 10 us faster.
 TASK_NS = 6000.0
+#: The same for a kernel whose largest operand a split kernel wrote: that operand is already
+#: spread over the cores (a whole run would gather it), so only the dispatch is to be won
+#: back (a ResNet block's kernels of 5-8 us, an EfficientNet squeeze-excite scaling).
+LOCAL_TASK_NS = 2500.0
 
 
-def worth_tasks(flops: int, touched_bytes: int) -> int:
+def worth_tasks(flops: int, touched_bytes: int, input_split: bool = False) -> int:
     """The most tasks a kernel of ``flops`` touching ``touched_bytes`` is worth splitting
-    into, one per ``TASK_NS`` of estimated single-core work (0: under two, it runs whole)."""
-    tasks = int((flops / FLOPS_PER_NS + touched_bytes / BYTES_PER_NS) // TASK_NS)
+    into, one per ``TASK_NS`` (``LOCAL_TASK_NS`` with ``input_split``: its largest operand
+    came from a split kernel) of estimated single-core work; 0: under two, it runs whole."""
+    task_ns = LOCAL_TASK_NS if input_split else TASK_NS
+    tasks = int((flops / FLOPS_PER_NS + touched_bytes / BYTES_PER_NS) // task_ns)
     return tasks if tasks >= 2 else 0
 
 
