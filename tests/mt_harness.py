@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pytest
 from c_harness import (
     HOST,
     LIBM_SYMBOLS,
@@ -24,7 +25,7 @@ from c_harness import (
     exported_and_undefined_symbols,
 )
 
-from aotc.codegen import CompiledModel
+from aotc.codegen import CompiledModel, parallel
 
 INCLUDE = Path(__file__).resolve().parents[1] / "aotc" / "include"
 TSAN_CFLAGS = ["-fsanitize=thread", "-g"]
@@ -124,3 +125,9 @@ int main(int argc, char **argv) {{
   return 0;
 }}
 """
+
+
+def split_every_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offer every kernel a split: test models' kernels are below the work that pays."""
+    monkeypatch.setattr(parallel, "TASK_NS", 1e-9)
+    monkeypatch.setattr(parallel, "LOCAL_TASK_NS", 1e-9)

@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 from codegen_testing import compile_entry, run_and_compare
 from hlo_programs import build, labels, same, window
-from mt_harness import run_multicore
+from mt_harness import run_multicore, split_every_kernel
 
-from aotc.codegen import emitter
 from aotc.codegen.kernels.conv_expand import ExpandDepthwise, expand_depthwise
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
@@ -140,7 +139,7 @@ def _inputs(shapes: list[Shape]) -> list[np.ndarray]:
 
 @pytest.fixture
 def split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(emitter, "PARALLEL_BYTES", 1)
+    split_every_kernel(monkeypatch)
 
 
 def test_inverted_residuals_match_the_evaluator(split_everything: None) -> None:

@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 from codegen_testing import compile_entry, run_and_compare
 from hlo_programs import Body, build, labels, same, window
-from mt_harness import run_multicore
+from mt_harness import run_multicore, split_every_kernel
 
-from aotc.codegen import emitter
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import ConvAttrs, FusionAttrs, FusionKind, Instruction, Module, Opcode
@@ -97,7 +96,7 @@ def _scaled(module: Module) -> list[Instruction]:
 
 @pytest.fixture
 def split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(emitter, "PARALLEL_BYTES", 1)
+    split_every_kernel(monkeypatch)
 
 
 def _inputs(shapes: list[Shape]) -> list[np.ndarray]:

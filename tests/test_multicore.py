@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from codegen_testing import compile_hlo
 from cross_testing import CROSS_TARGETS, require_toolchains
 from fixtures import CONTROL_FLOW_DATA, TF_DATA, load_fixture
-from mt_harness import INCLUDE, TSAN_CFLAGS, run_multicore
+from mt_harness import INCLUDE, TSAN_CFLAGS, run_multicore, split_every_kernel
 
 import aotc
 from aotc.cli import main
@@ -40,8 +40,7 @@ FIXTURES = [
 @pytest.fixture
 def split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Offer every kernel a split: the fixtures' kernels are below the size that pays."""
-    monkeypatch.setattr(parallel, "TASK_NS", 1e-9)
-    monkeypatch.setattr(parallel, "LOCAL_TASK_NS", 1e-9)
+    split_every_kernel(monkeypatch)
 
 
 def _compiled(folder: Path, name: str) -> tuple[CompiledModel, list]:
