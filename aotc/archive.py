@@ -13,6 +13,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aotc.codegen.elf_constants import ElfObject
 from aotc.errors import OutputError
 
 MAGIC = b"!<arch>\n"
@@ -114,73 +115,18 @@ def defined_symbols(name: str, data: bytes) -> list[str]:
             f"{name}: not an ELF object; --emit lib writes GNU ar archives for ELF targets "
             "(for Mach-O or COFF targets use --emit obj and the platform's librarian)"
         )
-    elf = _Elf(data)
-    found = []
-    for section in elf.sections():
-        if section.type == _SHT_SYMTAB:
-            strings = elf.sections()[section.link]
-            found += [
-                elf.string(strings, sym_name)
-                for sym_name, info, shndx in elf.symbols(section)
-                if info >> 4 in (_STB_GLOBAL, _STB_WEAK) and shndx != _SHN_UNDEF
-            ]
-    return found
+    try:
+        elf = ElfObject(data)
+        symtab = elf.symtab()
+        symbols = zip(elf.symbols(symtab), elf.symbol_names(symtab), strict=True)
+    except (struct.error, ValueError, IndexError):
+        raise OutputError(f"{name}: the object file is truncated; cannot index it") from None
+    return [
+        text.decode(errors="replace")
+        for symbol, text in symbols
+        if symbol.info >> 4 in (_STB_GLOBAL, _STB_WEAK) and symbol.shndx != _SHN_UNDEF
+    ]
 
 
-_SHT_SYMTAB = 2
 _STB_GLOBAL, _STB_WEAK = 1, 2
 _SHN_UNDEF = 0
-
-
-@dataclass(frozen=True)
-class _Section:
-    type: int
-    offset: int
-    size: int
-    link: int
-    entsize: int
-
-
-class _Elf:
-    """Just enough ELF reading for the symbol index: section headers and symbol tables."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.is64 = data[4] == 2
-        self.order = "<" if data[5] == 1 else ">"
-
-    def _unpack(self, fmt: str, offset: int) -> tuple[int, ...]:
-        try:
-            return struct.unpack_from(self.order + fmt, self.data, offset)
-        except struct.error:
-            raise OutputError("the object file is truncated; cannot index it") from None
-
-    def sections(self) -> list[_Section]:
-        if self.is64:
-            (shoff,) = self._unpack("Q", 0x28)
-            entsize, count = self._unpack("HH", 0x3A)
-            fmt, picks = "IIQQQQIIQQ", (1, 4, 5, 6, 9)
-        else:
-            (shoff,) = self._unpack("I", 0x20)
-            entsize, count = self._unpack("HH", 0x2E)
-            fmt, picks = "IIIIIIIIII", (1, 4, 5, 6, 9)
-        if count == 0 and shoff:  # 65280+ sections: the count lives in section 0's size
-            count = self._unpack(fmt, shoff)[5]
-        rows = [self._unpack(fmt, shoff + i * entsize) for i in range(count)]
-        return [_Section(*(row[p] for p in picks)) for row in rows]
-
-    def symbols(self, table: _Section) -> list[tuple[int, int, int]]:
-        """(name offset, st_info, st_shndx) of every symbol in ``table``."""
-        fmt = "IBBHQQ" if self.is64 else "IIIBBH"
-        result = []
-        for at in range(table.offset, table.offset + table.size, table.entsize):
-            row = self._unpack(fmt, at)
-            result.append((row[0], row[1], row[3]) if self.is64 else (row[0], row[3], row[5]))
-        return result
-
-    def string(self, table: _Section, offset: int) -> str:
-        start = table.offset + offset
-        end = self.data.find(b"\0", start)
-        if end < 0:
-            raise OutputError("the object file's string table is truncated; cannot index it")
-        return self.data[start:end].decode(errors="replace")
