@@ -9,10 +9,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from c_harness import CC, entry_points, exported_and_undefined_symbols, multicore_entry_points
 from click.testing import CliRunner
-from codegen_testing import compile_hlo
+from codegen_testing import compile_entry, compile_hlo
 from cross_testing import CROSS_TARGETS, require_toolchains
 from fixtures import CONTROL_FLOW_DATA, TF_DATA, load_fixture
 from mt_harness import INCLUDE, TSAN_CFLAGS, run_multicore, split_every_kernel
@@ -23,6 +24,9 @@ from aotc.codegen import CompiledModel, parallel
 from aotc.driver import compile_graph
 from aotc.errors import ConfigError
 from aotc.frontend.options import SourceOptions
+from aotc.hlo.evaluate import evaluate
+from aotc.hlo.text import parse_module
+from aotc.passes.fusion import Fusion
 
 FIXTURES = [
     (TF_DATA, "model_mobilenet"),
@@ -61,6 +65,47 @@ def test_pools_match_the_single_threaded_run(
     model, args = _compiled(folder, name)
     reference, pooled = run_multicore(model, args)
     _assert_identical(name, reference, pooled)
+
+
+_REDUCES = {
+    # a global pool's [1, C]: split over tiles of channels
+    "global_pool": ("f32[1,9,7,40]", "f32[1,40]", "{1,2}"),
+    # kept innermost dim under an outer kept dim: split over the outer rows
+    "kept_inner": ("f32[5,11,24]", "f32[5,24]", "{1}"),
+    # reduced innermost dim: split over the output elements
+    "rows": ("f32[6,3,50]", "f32[6,3]", "{2}"),
+}
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["alone", "fused"])
+@pytest.mark.parametrize("case", list(_REDUCES))
+def test_split_reductions_match_the_evaluator_on_every_pool(
+    case: str, fused: bool, split_everything: None
+) -> None:
+    operand, result, dims = _REDUCES[case]
+    module = parse_module(f"""HloModule r
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+ENTRY main {{
+  x = {operand} parameter(0)
+  e = {operand} exponential(x)
+  zero = f32[] constant(0)
+  r = {result} reduce(e, zero), dimensions={dims}, to_apply=add
+  ROOT out = ({result}) tuple(r)
+}}""")
+    if fused:  # the exponential computed inside the reduction's loops
+        Fusion().run(module)
+    model = compile_entry(module, "m")
+    assert _task_functions(model), "the reduction is split"
+    x = np.random.default_rng(5).standard_normal(module.entry.parameters[0].array_shape.dims)
+    inputs = [x.astype(np.float32)]
+    (want,) = evaluate(module, inputs)
+    reference, pooled = run_multicore(model, inputs)
+    np.testing.assert_allclose(reference[0], want, rtol=2e-6)
+    _assert_identical(case, reference, pooled)
 
 
 def test_kernels_are_split(split_everything: None) -> None:

@@ -154,7 +154,7 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
     root = comp.root
     if root.opcode is Opcode.REDUCE:
         operands = [gens[id(op)] for op in root.operands]
-        emit_reduce_kernel(b, KernelIO(root, io.outputs, operands))
+        emit_reduce_kernel(b, KernelIO(root, io.outputs, operands, split=io.split))
         return
     if root.opcode is Opcode.CONCATENATE:
         operands = [gens[id(op)] for op in root.operands]

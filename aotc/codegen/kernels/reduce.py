@@ -41,6 +41,9 @@ from aotc.hlo.memory import output_shapes
 # Accumulators per tile of the kept innermost dimension: 16 KiB of f32, well inside L1 with
 # the operand rows streaming through, and a trip count long enough for the vectorizer.
 ROW_TILE = 4096
+# The tile of a split kernel with no outer loop (a global pool's [1, C]): a cache line of
+# f32, so C = 32 already gives two tasks; such reductions stream their operand from memory.
+SPLIT_TILE = 16
 
 # Independent vector accumulators the loop vectorizer should keep in a reduction loop: enough
 # to cover the add / max latency (4 cycles) at two per cycle without spilling.
@@ -177,7 +180,7 @@ def _emit_reduced_inner(b: ir.IRBuilder, io: KernelIO) -> None:
         _emit_reduced_inner_one(b, io)
         return
     accs = [entry_alloca(b, register_type(s.dtype), f"acc{i}") for i, s in enumerate(shapes)]
-    with loop_nest(b, shapes[0].dims, "o") as out_index:
+    with loop_nest(b, shapes[0].dims, "o", io.split) as out_index:
         for acc, init in zip(accs, inits, strict=True):
             b.store(init(b, []), acc)
         row = in_dims[reduced[-1]] if reduced else 1
@@ -193,7 +196,7 @@ def _emit_reduced_inner_one(b: ir.IRBuilder, io: KernelIO) -> None:
     inst, (data, init) = io.inst, io.operands
     reduced = inst.attrs_as(Dimensions).dimensions
     in_dims, shape = inst.operands[0].array_shape.dims, inst.array_shape
-    with loop_nest(b, shape.dims, "o") as out_index:
+    with loop_nest(b, shape.dims, "o", io.split) as out_index:
 
         def element(b: ir.IRBuilder, r_index: Sequence[ir.Value]) -> ir.Value:
             return data(b, _merge(len(in_dims), reduced, r_index, out_index))
@@ -245,8 +248,16 @@ def _emit_kept_inner(b: ir.IRBuilder, io: KernelIO) -> None:
     out_dims = shapes[0].dims
     inner = out_dims[-1]
     tile = min(inner, ROW_TILE)
+    # a split takes the outer kept dims' range or, where they are all 1 (a global pool's
+    # [1, C]), a range of tiles of SPLIT_TILE: each output element is still folded by one
+    # task in the same order, whatever the tile
+    outer_split = io.split if any(d > 1 for d in out_dims[:-1]) else None
+    if io.split is not None and outer_split is None:
+        tile = min(inner, SPLIT_TILE)
     rows = [Row(b, s.dtype, tile, f"acc{i}") for i, s in enumerate(shapes)]
-    with loop_nest(b, out_dims[:-1], "o") as outer, for_range(b, -(-inner // tile), "t") as t:
+    tiles = -(-inner // tile)
+    lo, hi = (0, tiles) if io.split is None or outer_split else io.split.claim(tiles)
+    with loop_nest(b, out_dims[:-1], "o", outer_split) as outer, for_range(b, hi, "t", lo) as t:
         start = b.mul(t, i64(tile))
         left = b.sub(i64(inner), start)
         width = b.select(b.icmp_signed("<", left, i64(tile)), left, i64(tile))
