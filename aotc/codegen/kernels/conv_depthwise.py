@@ -30,6 +30,7 @@ from aotc.codegen.kernels.window import (
     border_regions,
     emit_column_tiles,
     if_inside,
+    placed_position,
     window_position,
 )
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
@@ -184,15 +185,7 @@ def _input(
     """The channel vector ``x[n, ih, iw, c:]`` output column ``ow``'s tap ``kw`` reads; zero
     in the padding."""
     spec, (ih, ow, kw), (c, vector) = tile.spec, at, chunk
-    w = spec.window[1]
-    hit: ir.Value | None
-    if checked:
-        hit, iw = window_position(b, w, spec.in_hw[1], ow, i64(kw))
-        if hit is not None:
-            iw = b.select(hit, iw, i64(0))
-    else:
-        hit = None
-        iw = b.sub(b.add(b.mul(ow, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low))
+    hit, iw = placed_position(b, spec.window[1], spec.in_hw[1], ow, kw, checked)
     h, width = spec.in_hw
     channels = spec.channels
     if tile.lines is None:

@@ -32,6 +32,7 @@ from aotc.codegen.kernels.gemm_tile import gep, offset, splat
 from aotc.codegen.kernels.window import (
     border_regions,
     emit_column_tiles,
+    placed_position,
     window_position,
 )
 from aotc.codegen.loops import entry_alloca, for_range, loop_nest
@@ -190,15 +191,7 @@ def _input(
 ) -> ir.Value:
     """``x[n, ih, iw, ci]`` for output column ``ow``'s tap ``kw``; zero in the padding."""
     spec, (kw, ci) = tile.spec, tap
-    w = spec.window[1]
-    hit: ir.Value | None
-    if checked:
-        hit, iw = window_position(b, w, spec.in_hw[1], ow, i64(kw))
-        if hit is not None:
-            iw = b.select(hit, iw, i64(0))
-    else:
-        hit = None
-        iw = b.sub(b.add(b.mul(ow, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low))
+    hit, iw = placed_position(b, spec.window[1], spec.in_hw[1], ow, kw, checked)
     h, width = spec.in_hw
     at = offset(b, (tile.batch, h * width * spec.cin), (ih, width * spec.cin), (iw, spec.cin), ci)
     value = b.load(gep(b, tile.call.lhs, at), typ=F32, align=4)

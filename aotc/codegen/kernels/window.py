@@ -40,6 +40,19 @@ def window_position(
     return b.and_(hit, on_grid), b.udiv(position, i64(w.lhs_dilation))
 
 
+def placed_position(
+    b: ir.IRBuilder, w: WindowDim, size: int, out: ir.Value, tap: int, checked: bool
+) -> tuple[ir.Value | None, ir.Value]:
+    """``window_position`` for a tap known at compile time, in a region ``border_regions``
+    placed: ``checked``, (hit?, the index clamped to 0 where missed); else (None, the index),
+    every tap there reading the operand."""
+    if checked:
+        hit, position = window_position(b, w, size, out, i64(tap))
+        return hit, position if hit is None else b.select(hit, position, i64(0))
+    padded = b.add(b.mul(out, i64(w.stride)), i64(tap * w.rhs_dilation))
+    return None, b.sub(padded, i64(w.pad_low))
+
+
 def window_positions(
     b: ir.IRBuilder,
     window: Sequence[WindowDim],
