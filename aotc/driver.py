@@ -9,6 +9,7 @@ from here.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,10 +54,13 @@ def compile_graph(
 
     ``passes`` sets how the optimization pipeline runs (dumps, disabled passes).
     """
+    clock = _StageClock()
     source = load_source(graph_path, config_path, options)
     source.graph = None  # the GraphDef (a copy of every constant's bytes) is needed no more
     args, results = interface(source.signature, source.module)  # as declared: complex stays
+    clock.lap("front end")
     pipeline = optimize(source.module, passes)
+    clock.lap("passes")
     with progress.stage("codegen"):
         spec = _target_spec(source.config, target)
         model, assignment = compile_module_assigned(
@@ -69,8 +73,22 @@ def compile_graph(
             source.config.cpp_class,
             source.config.multicore,
         )
-    report = build_report(assignment, pipeline.timings, source.notes, model)
+    clock.lap("codegen")
+    report = build_report(assignment, pipeline.timings, source.notes, model, clock.seconds)
     return CompileResult(model, report)
+
+
+class _StageClock:
+    """Elapsed seconds per stage, each lap from the end of the one before."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = round(now - self._last, 4)
+        self._last = now
 
 
 def pipeline_options(

@@ -76,7 +76,9 @@ class PassTime:
 @dataclass
 class CompileReport:
     """What the compiler produced: kernels (those of loop bodies and branches too, in program
-    order), loops, memory, the object's sizes and cpu levels, and the time each pass took."""
+    order), loops, memory, the object's sizes and cpu levels, the time each pass took, and
+    the seconds each stage of the compile call took (elapsed; interpreter start-up and imports
+    are not in them)."""
 
     kernels: list[KernelReport]
     temp_bytes: int
@@ -89,6 +91,7 @@ class CompileReport:
     loops: list[LoopReport] = field(default_factory=list)
     passes: list[PassTime] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the front end dropped, and why
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # "front end", "passes", ...
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (``json.dump(report.to_json(), f)``)."""
@@ -119,6 +122,9 @@ class CompileReport:
         if self.passes:
             total = sum(p.seconds for p in self.passes)
             lines.append(f"passes: {len(self.passes)} runs, {total * 1e3:.1f} ms")
+        if self.stage_seconds:
+            stages = ", ".join(f"{k} {v:.2f} s" for k, v in self.stage_seconds.items())
+            lines.append(f"time: {stages}")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -145,10 +151,11 @@ def build_report(
     timings: Iterable[PassTiming] = (),
     notes: Iterable[str] = (),
     model: CompiledModel | None = None,
+    stage_seconds: dict[str, float] | None = None,
 ) -> CompileReport:
     """The report of a module compiled with ``assignment`` after passes that took ``timings``;
     ``notes`` say what the front end dropped, and why; ``model`` gives the object's sizes and
-    cpu levels."""
+    cpu levels; ``stage_seconds`` what each stage of the compile took."""
     sizes = model.sizes if model else ObjectSizes(0, 0)
     kernels = [_kernel(k, id(k) in assignment.in_place) for k in assignment.kernels]
     return CompileReport(
@@ -163,6 +170,7 @@ def build_report(
         passes=[PassTime(t.name, t.seconds, t.changed) for t in timings],
         notes=list(notes),
         loops=loop_reports(assignment),
+        stage_seconds=dict(stage_seconds or {}),
     )
 
 

@@ -212,6 +212,8 @@ def hardware_limit(model: models.BenchModel, args: argparse.Namespace, ref: np.n
         return {}
     report = json.loads(path.read_text())
     facts = {"constant_bytes": int(report["constant_bytes"])}
+    if report.get("stage_seconds"):  # the compile call alone, as tfcompile's compile_s is
+        facts["compile_call_s"] = round(sum(report["stage_seconds"].values()), 3)
     work = roofline.model_work(report, baselines.graph_flops(model), model.x.nbytes + ref.size * 4)
     if work is None:
         return facts

@@ -81,6 +81,10 @@ def test_cli_writes_report_and_prints_summary(tmp_path: Path, cache: str) -> Non
     assert {"simplify", "fusion", "schedule"} <= {p["name"] for p in data["passes"]}
     assert all(p["seconds"] >= 0 for p in data["passes"])
     assert f"passes: {len(data['passes'])} runs" in result.output
+    # the compile call's stages: what bench/run.py sets beside tfcompile's own call
+    assert list(data["stage_seconds"]) == ["front end", "passes", "codegen"]
+    assert all(s > 0 for s in data["stage_seconds"].values())
+    assert "time: front end " in result.output
 
 
 def test_report_of_the_driver_has_pass_timings() -> None:
