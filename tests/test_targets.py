@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from codegen_testing import compile_hlo
 
-from aotc.codegen import CompiledModel, TargetSpec
+from aotc.codegen import CompiledModel, TargetSpec, target
 from aotc.codegen.target import (
     FloatAbi,
     clang_default,
@@ -243,3 +243,20 @@ def test_soft_float_abis_accept_targets_without_float_hardware(spec: TargetSpec)
 def test_32_bit_x86_defaults_to_sse2_as_clang_does() -> None:
     model = _compile(TargetSpec("i686-unknown-linux-gnu"))
     assert model.target.cpu == "pentium4"
+
+
+def test_only_targets_aotc_did_not_choose_are_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host and the portable x86-64 object skip the forked probe (a third of a small
+    graph's compile); a cpu the user names is still probed, in a process of its own."""
+    probed: list[TargetSpec] = []
+
+    def probe(spec: TargetSpec, tm: object) -> None:
+        probed.append(spec)
+
+    monkeypatch.setattr(target, "_target_problem", probe)
+    monkeypatch.setattr(target, "_TARGET_PROBLEMS", {})
+    _compile(TargetSpec())
+    _compile(TargetSpec("x86_64-unknown-linux-gnu", "portable"))
+    assert probed == []
+    _compile(TargetSpec("x86_64-unknown-linux-gnu", "skylake"))
+    assert [s.cpu for s in probed] == ["skylake"]

@@ -164,7 +164,8 @@ def create_target_machine(spec: TargetSpec) -> tuple[llvm.TargetMachine, TargetS
     )
     _check_warnings(warnings, resolved)
     if resolved not in _TARGET_PROBLEMS:  # probed once per target and process
-        _TARGET_PROBLEMS[resolved] = _target_problem(resolved, tm)
+        known = resolved.cpu == PORTABLE or spec == TargetSpec()
+        _TARGET_PROBLEMS[resolved] = None if known else _target_problem(resolved, tm)
     if _TARGET_PROBLEMS[resolved]:
         raise CodegenError(_TARGET_PROBLEMS[resolved])
     return tm, resolved
@@ -309,6 +310,8 @@ def _target_problem(spec: TargetSpec, tm: llvm.TargetMachine) -> str | None:
     LLVM fatal error that kills the process, so the probe is first emitted in a forked child.
     Its assembly then shows how the target does float math: on the x87 unit (``_x87_problem``),
     or in library calls where the float ABI needs hardware (``_float_abi_problem``).
+    The targets aotc chooses itself, the machine it runs on and the portable x86-64 object
+    (SSE2 is its baseline), are not probed: the fork was a third of a small graph's compile.
     """
     where = f"target '{spec.triple}' with cpu '{spec.cpu}'"
     where += f" and features '{spec.features}'" if spec.features else ""

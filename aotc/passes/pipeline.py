@@ -192,11 +192,11 @@ class _Runner:
         return changed
 
     def dump(self, module: Module, label: str) -> None:
-        from aotc.passes.dump import render  # dump imports this module's constants
-
         options = self.options.dump
         if options is None:
             return
+        from aotc.passes.dump import render  # dump imports this module's constants
+
         options.directory.mkdir(parents=True, exist_ok=True)
         stem = f"{len(self.report.dumped) // len(options.formats):02d}-{_file_safe(label)}"
         for fmt in sorted(options.formats):
