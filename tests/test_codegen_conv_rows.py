@@ -13,12 +13,14 @@ from __future__ import annotations
 import platform
 
 import numpy as np
+import pytest
 from c_harness import run_compiled
 from codegen_testing import compile_entry, run_and_compare
 from hlo_programs import build, labels, window
+from mt_harness import run_multicore, split_every_kernel
 
 from aotc.codegen.kernels.conv import conv_fast_path
-from aotc.codegen.kernels.conv_rows import RowConv, _tile_runs, row_conv
+from aotc.codegen.kernels.conv_rows import RowConv, _tile_runs, row_conv, splits_features
 from aotc.codegen.target import TargetSpec
 from aotc.codegen.vector import AVX2, AVX512
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
@@ -160,3 +162,39 @@ def test_row_conv_runs_the_fused_epilogue_in_registers() -> None:
     ir_text = run_and_compare(module, inputs, rtol=2e-5)
     assert ir_text.count("racc") > 0 and ".gemm" not in ir_text
     _run_baseline(module, inputs)
+
+
+# Split over threads by feature blocks (weights above the input's bytes), with a partial
+# block, 7 rows, batch 2, a 3x3 window; the last two by rows (the input outweighs the weights).
+SPLIT_CASES = [
+    ((1, 7, 7, 40), (1, 1, 40, 80), window((1,), (1,))),
+    ((2, 3, 5, 16), (3, 3, 16, 70), SAME3),
+    ((1, 9, 11, 24), (1, 1, 24, 64), window((1,), (1,))),
+    ((1, 12, 16, 32), (1, 1, 32, 16), window((1,), (1,))),
+]
+
+
+def test_split_row_convs_match_on_every_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each output element is computed by one task, in the serial order: every pool size
+    gives the single-threaded run's bits, by feature blocks or by rows."""
+    split_every_kernel(monkeypatch)
+
+    def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
+        return [
+            _conv(b, x, b.constant(weights(*kernel)), win)
+            for (_, kernel, win), x in zip(SPLIT_CASES, ps, strict=True)
+        ]
+
+    shapes = [f32(*x) for x, _, _ in SPLIT_CASES]
+    module = build(shapes, body)
+    specs = [row_conv(c) for c in module.entry.root.operands]
+    assert all(spec is not None for spec in specs)
+    by_features = [splits_features(spec, AVX512, False) for spec in specs if spec is not None]
+    assert by_features == [True, True, False, False]
+    inputs = [weights(*s.dims) for s in shapes]
+    reference, pooled = run_multicore(compile_entry(module, "m"), inputs, (1, 2, 3))
+    for want, got in zip(evaluate(module, inputs), reference, strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * float(np.max(np.abs(want))))
+    for threads, results in pooled.items():
+        for k, (got, want) in enumerate(zip(results, reference, strict=True)):
+            assert got.tobytes() == want.tobytes(), f"result {k}, pool of {threads}"

@@ -155,10 +155,63 @@ def emit_row_conv(
     scale: ir.Value | None = None,
 ) -> None:
     """Compute the convolution into ``call.out`` (lhs: the input; the weights are packed),
-    the input scaled per feature by the floats at ``scale`` if given."""
+    the input scaled per feature by the floats at ``scale`` if given.
+
+    Split over threads, the units are output rows, or (``splits_features``) output rows of
+    one block of ``nr`` features, block-major: each thread then reads (and scales) only its
+    blocks' weights, and a layer of a few rows (7x7) still splits evenly.
+    """
+    if call.split is not None and splits_features(spec, info, scale is not None):
+        _emit_by_features(b, spec, info, call, epilogue, scale)
+        return
     emit_row = row_emitter(b, spec, info, call, epilogue, scale)
     with loop_nest(b, [spec.batch, spec.out_hw[0]], "rc", call.split) as (n, oh):
         emit_row(b, n, oh, None)
+
+
+def splits_features(spec: RowConv, info: VectorInfo, scaled: bool) -> bool:
+    """Whether threads share the convolution by feature blocks: when its weights outweigh its
+    input (every thread of a row split streams all the weights; of a feature split, all the
+    input), or are scaled per call (each thread of a row split would scale all of them)."""
+    if -(-spec.cout // spec.plan(info).nr) < 2:
+        return False
+    input_bytes = spec.batch * spec.in_hw[0] * spec.in_hw[1] * spec.cin * 4
+    return scaled or spec.weights.nbytes > input_bytes
+
+
+def _emit_by_features(
+    b: ir.IRBuilder,
+    spec: RowConv,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None,
+    scale: ir.Value | None,
+) -> None:
+    """The convolution in units of (feature block, output row), block-major, those of the
+    claimed range only; with ``scale``, only the panels of its blocks are scaled."""
+    assert call.split is not None
+    plan = spec.plan(info)
+    rows = spec.batch * spec.out_hw[0]
+    lo, hi = call.split.claim(-(-spec.cout // plan.nr) * rows)
+    weights: ir.Value = packed_weights(b.module, f"{b.function.name}.rowconv", plan, spec.weights)
+    if scale is not None:
+        assert call.scratch is not None, "scaled weights live in scratch"
+        with b.if_then(b.icmp_unsigned("<", lo, hi)):
+            last = _panel(b, plan, b.sub(hi, i64(1)), rows)
+            panels = (_panel(b, plan, lo, rows), b.add(last, i64(1)))
+            _scale_panels(b, spec, plan, (weights, scale, call.scratch), panels)
+        weights = call.scratch
+    apply = epilogue(b, list(call.extras)) if epilogue is not None else None
+    with for_range(b, hi, "rf", lo) as unit:
+        block, rest = b.udiv(unit, i64(rows)), b.urem(unit, i64(rows))
+        n, oh = b.udiv(rest, i64(spec.out_hw[0])), b.urem(rest, i64(spec.out_hw[0]))
+        row = _Row(spec, plan, call, weights, apply, n, oh, None)
+        _emit_tiles(b, row, spec, info, block)
+
+
+def _panel(b: ir.IRBuilder, plan: GemmPlan, unit: ir.Value, rows: int) -> ir.Value:
+    """The packed weight panel of the feature block of ``unit`` (of ``rows`` per block)."""
+    return b.udiv(mul_nuw(b, b.udiv(unit, i64(rows)), i64(plan.nr)), i64(plan.panel))
 
 
 def row_emitter(
@@ -185,16 +238,22 @@ def row_emitter(
     apply = epilogue(b, list(call.extras)) if epilogue is not None else None
 
     def emit_row(b: ir.IRBuilder, n: ir.Value, oh: ir.Value, line: ir.Value | None) -> None:
-        row = _Row(spec, plan, call, weights, apply, n, oh, line)
-        for start, columns, count in _tile_runs(spec, info):
-            if count == 1:
-                _emit_features(b, row, i64(start), columns, start)
-                continue
-            with for_range(b, count, "rt") as t:
-                first = add_nuw(b, i64(start), mul_nuw(b, t, i64(columns)))
-                _emit_features(b, row, first, columns, None)
+        _emit_tiles(b, _Row(spec, plan, call, weights, apply, n, oh, line), spec, info, None)
 
     return emit_row
+
+
+def _emit_tiles(
+    b: ir.IRBuilder, row: _Row, spec: RowConv, info: VectorInfo, block: ir.Value | None
+) -> None:
+    """The tiles of one output row, of every feature block or of ``block`` alone."""
+    for start, columns, count in _tile_runs(spec, info):
+        if count == 1:
+            _emit_features(b, row, (i64(start), columns, start), block)
+            continue
+        with for_range(b, count, "rt") as t:
+            first = add_nuw(b, i64(start), mul_nuw(b, t, i64(columns)))
+            _emit_features(b, row, (first, columns, None), block)
 
 
 def _scaled_weights(
@@ -206,17 +265,30 @@ def _scaled_weights(
 ) -> ir.Value:
     """The packed weights at ``out``, each panel row (one ``k``, input feature ``k % Cin``)
     times that feature's factor."""
-    packed, scale = sources
+    panels = (i64(0), i64(-(-spec.cout // plan.panel)))
+    _scale_panels(b, spec, plan, (*sources, out), panels)
+    return out
+
+
+def _scale_panels(
+    b: ir.IRBuilder,
+    spec: RowConv,
+    plan: GemmPlan,
+    pointers: tuple[ir.Value, ir.Value, ir.Value],
+    panels: tuple[ir.Value, ir.Value],
+) -> None:
+    """Packed weight panels ``[first, stop)`` from ``packed`` to ``out``, each panel row times
+    its input feature's factor in ``scale``."""
+    packed, scale, out = pointers
     assert plan.panel % plan.vw == 0
-    rows = -(-spec.cout // plan.panel) * spec.k
-    with for_range(b, rows, "rs") as r:
+    first, stop = (mul_nuw(b, p, i64(spec.k)) for p in panels)
+    with for_range(b, stop, "rs", first) as r:
         factor = splat(b, b.load(gep(b, scale, b.urem(r, i64(spec.cin))), typ=F32), plan.vw)
         line = mul_nuw(b, r, i64(plan.panel))
         for v in range(0, plan.panel, plan.vw):
             at = add_nuw(b, line, i64(v))
             value = load_vector(b, gep(b, packed, at), plan.vw, plan.vw)
             b.store(b.fmul(value, factor), gep(b, out, at), align=4)
-    return out
 
 
 def _tile_runs(spec: RowConv, info: VectorInfo) -> list[tuple[int, int, int]]:
@@ -233,22 +305,30 @@ def _tile_runs(spec: RowConv, info: VectorInfo) -> list[tuple[int, int, int]]:
 
 
 def _emit_features(
-    b: ir.IRBuilder, row: _Row, first: ir.Value, columns: int, start: int | None
+    b: ir.IRBuilder, row: _Row, tile: tuple[ir.Value, int, int | None], block: ir.Value | None
 ) -> None:
-    """One tile of columns for every block of ``nr`` output features (full ones in a loop).
-
-    ``start`` is the tile's first column when it is placed at compile time (a border tile),
-    None for interior tiles in a loop.
-    """
+    """One tile of columns (first column, columns, and its first column when it is placed at
+    compile time: a border tile; None for interior tiles in a loop) for every block of ``nr``
+    output features (full ones in a loop), or for feature block ``block`` alone."""
     p = row.plan
     full, rest = divmod(row.spec.cout, p.nr)
+    if block is not None:
+        if not rest:
+            _emit_tile(b, row, tile, block, p.nr)
+            return
+        with b.if_else(b.icmp_unsigned("<", block, i64(full))) as (whole, last):
+            with whole:
+                _emit_tile(b, row, tile, block, p.nr)
+            with last:
+                _emit_tile(b, row, tile, i64(full), rest)
+        return
     if full > 1:
         with for_range(b, full, "rj") as j:
-            _emit_tile(b, row, (first, columns, start), j, p.nr)
+            _emit_tile(b, row, tile, j, p.nr)
     elif full == 1:
-        _emit_tile(b, row, (first, columns, start), i64(0), p.nr)
+        _emit_tile(b, row, tile, i64(0), p.nr)
     if rest:
-        _emit_tile(b, row, (first, columns, start), i64(full), rest)
+        _emit_tile(b, row, tile, i64(full), rest)
 
 
 def _emit_tile(
