@@ -156,16 +156,40 @@ def linear_index(builder: ir.IRBuilder, index: Sequence[ir.Value], dims: Sequenc
 
 
 def add_nuw(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
-    """``add nuw nsw``: index arithmetic that never wraps."""
+    """``add nuw nsw``: index arithmetic that never wraps; folded where an operand is a
+    constant it need not be (LLVM would fold it, but every instruction costs its emission,
+    its text and its parse: a tenth of a model's IR was such arithmetic)."""
+    if _is_int(a) and _is_int(b):
+        return ir.Constant(a.type, a.constant + b.constant)
+    if _is_int(b, 0):
+        return a
+    if _is_int(a, 0):
+        return b
     inst = builder.add(a, b)
     inst.flags.extend(["nuw", "nsw"])
     return inst
 
 
 def mul_nuw(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    """``mul nuw nsw``, folded as ``add_nuw``."""
+    if _is_int(a) and _is_int(b):
+        return ir.Constant(a.type, a.constant * b.constant)
+    if _is_int(b, 1):
+        return a
+    if _is_int(a, 1):
+        return b
+    if _is_int(a, 0) or _is_int(b, 0):
+        return ir.Constant(a.type, 0)
     inst = builder.mul(a, b)
     inst.flags.extend(["nuw", "nsw"])
     return inst
+
+
+def _is_int(value: ir.Value, equal: int | None = None) -> bool:
+    """Whether ``value`` is an integer constant (equal to ``equal`` if given)."""
+    if not isinstance(value, ir.Constant) or not isinstance(value.type, ir.IntType):
+        return False
+    return isinstance(value.constant, int) and (equal is None or value.constant == equal)
 
 
 def _is_zero(value: ir.Value) -> bool:

@@ -63,6 +63,8 @@ def splat_value(b: ir.IRBuilder, scalar: ir.Value, lanes: int) -> ir.Value:
     if scalar.type == F32:
         return splat(b, scalar, lanes)
     vec_ty = ir.VectorType(scalar.type, lanes)
+    if isinstance(scalar, ir.Constant) and isinstance(scalar.constant, (int, float)):
+        return ir.Constant(vec_ty, [scalar.constant] * lanes)
     one = b.insert_element(ir.Constant(vec_ty, None), scalar, i64(0))
     mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
     return b.shuffle_vector(one, ir.Constant(vec_ty, None), mask)

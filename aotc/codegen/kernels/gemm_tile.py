@@ -22,26 +22,30 @@ Epilogue = Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value], ir.Value]
 
 
 def gep(b: ir.IRBuilder, base: ir.Value, offset: ir.Value | int) -> ir.Value:
-    """``base + offset`` floats."""
+    """``base + offset`` floats (``base`` itself for a zero offset)."""
     index = i64(offset) if isinstance(offset, int) else offset
+    if isinstance(index, ir.Constant) and index.constant == 0:
+        return base
     return b.gep(base, [index], inbounds=True, source_etype=F32)
 
 
 def offset(b: ir.IRBuilder, *terms: tuple[ir.Value, int] | int) -> ir.Value:
-    """Sum of ``value * scale`` terms and integers, as ``i64`` index arithmetic."""
+    """Sum of ``value * scale`` terms and integers, as ``i64`` index arithmetic (constant
+    terms folded: ``add_nuw``, ``mul_nuw``)."""
     total: ir.Value = i64(sum(t for t in terms if isinstance(t, int)))
     for term in terms:
         if isinstance(term, tuple):
             value, scale = term
-            if isinstance(value, ir.Constant) or scale == 0:
-                total = add_nuw(b, total, i64(int(value.constant) * scale))  # folded by LLVM
-                continue
-            total = add_nuw(b, total, value if scale == 1 else mul_nuw(b, value, i64(scale)))
+            total = add_nuw(b, total, mul_nuw(b, value, i64(scale)))
     return total
 
 
 def splat(b: ir.IRBuilder, scalar: ir.Value, width: int) -> ir.Value:
+    """``scalar`` in every lane of a ``width``-lane f32 vector (a constant one for a
+    constant)."""
     vec_ty = ir.VectorType(F32, width)
+    if isinstance(scalar, ir.Constant) and isinstance(scalar.constant, (int, float)):
+        return ir.Constant(vec_ty, [scalar.constant] * width)
     one = b.insert_element(ir.Constant(vec_ty, None), scalar, i64(0))
     return b.shuffle_vector(
         one,
