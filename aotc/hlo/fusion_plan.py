@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from aotc.hlo.attention_plan import AttentionPlan, plan_attention
 from aotc.hlo.ir import (
     Computation,
     ConvAttrs,
@@ -83,16 +84,20 @@ class FusionPlan:
     rows: tuple[Instruction, ...] = ()  # kept in a row buffer by the first loop computing them
     dot: Instruction | None = None  # an output fusion's contraction (dot or convolution)
     in_place: frozenset[int] = frozenset()  # parameter numbers, once outlined (``outlined``)
+    attention: AttentionPlan | None = None  # a kCustom fusion of attention (its own kernel)
 
     def named(self) -> tuple[Instruction, ...]:
         """The instructions the plan refers to."""
-        return (*self.cached, *self.rows, *(() if self.dot is None else (self.dot,)))
+        dots = () if self.attention is None else self.attention.dots
+        return (*self.cached, *self.rows, *(() if self.dot is None else (self.dot,)), *dots)
 
     def remapped(self, copies: Mapping[int, Instruction]) -> FusionPlan:
         """The same plan over copies of its instructions (``id(original) -> copy``)."""
         dot = None if self.dot is None else copies[id(self.dot)]
         cached = tuple(copies[id(m)] for m in self.cached)
-        return replace(self, cached=cached, rows=tuple(copies[id(m)] for m in self.rows), dot=dot)
+        rows = tuple(copies[id(m)] for m in self.rows)
+        attention = None if self.attention is None else self.attention.remapped(copies)
+        return replace(self, cached=cached, rows=rows, dot=dot, attention=attention)
 
 
 class _Group:
@@ -117,6 +122,9 @@ def plan_computation(comp: Computation) -> FusionPlan | None:
     members = [i for i in comp.instructions if i.opcode is not Opcode.PARAMETER]
     if _depth(comp.root, members) > MAX_FUSION_DEPTH:
         return None
+    attention = plan_attention(comp)
+    if attention is not None:
+        return FusionPlan(FusionKind.CUSTOM, attention=attention)
     plan = plan_group(members, comp.root)
     return outlined(comp, plan) if plan is not None else None
 

@@ -7,6 +7,7 @@ the ``Pass`` protocol of ``aotc.passes.pipeline``.
 
 from __future__ import annotations
 
+from aotc.passes.attention import AttentionFusion
 from aotc.passes.bitcast_width import BitcastWidthLowering
 from aotc.passes.call_inliner import CallInliner
 from aotc.passes.complex_lowering import ComplexLowering
@@ -35,6 +36,7 @@ from aotc.passes.simplify import AlgebraicSimplifier
 from aotc.passes.while_loop import WhileLoopSimplifier
 
 __all__ = [
+    "AttentionFusion",
     "AlgebraicSimplifier",
     "CSE",
     "CallInliner",
@@ -94,6 +96,7 @@ def default_passes() -> list[Pass]:
         FixedPoint(simplification_pipeline()),
         MergeDots(),  # after simplification: weights are constants, batch broadcasts gone
         Fusion(),
+        AttentionFusion(),  # after fusion: it takes in the softmax and transpose fusions
         ExpandFusion(),  # after fusion: it nests one output fusion in another
         Schedule(),  # last: the entry's order is the schedule; a pass after it must keep it
         # buffer assignment runs in codegen (aotc/codegen/buffers.py), in the entry's order

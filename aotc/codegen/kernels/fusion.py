@@ -28,6 +28,7 @@ from llvmlite import ir
 
 from aotc.abi import ALIGN
 from aotc.codegen.irtypes import I8, i64, linear_index, register_type, store_element
+from aotc.codegen.kernels.attention import attention_scratch_bytes, emit_attention_kernel
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, buffer_reader
 from aotc.codegen.kernels.conv import (
     FastConv,
@@ -61,6 +62,7 @@ from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold_loop
 from aotc.codegen.loops import entry_alloca, loop_nest
 from aotc.codegen.vector import VectorInfo
 from aotc.errors import CodegenError
+from aotc.hlo.attention_plan import AttentionPlan
 from aotc.hlo.fusion_plan import FusionPlan, recorded_plan
 from aotc.hlo.ir import Computation, FusionKind, Instruction, Opcode, parameter_number
 from aotc.hlo.shape import PrimitiveType
@@ -72,7 +74,9 @@ Cells = dict[int, ir.Value]
 def emit_fusion_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     """Emit the loops of a ``fusion`` instruction (see the module docstring)."""
     comp, plan = io.inst.called[0], _plan(io.inst)
-    if plan.kind is FusionKind.OUTPUT:
+    if plan.attention is not None:
+        emit_attention_kernel(b, io, plan.attention)
+    elif plan.kind is FusionKind.OUTPUT:
         dot = _contraction(plan)
         producer = _nested_producer(io.inst)
         if producer is not None:
@@ -94,6 +98,11 @@ def _plan(fusion: Instruction) -> FusionPlan:
         comp = fusion.called[0].name
         raise CodegenError(f"fusion %{fusion.name} calls {comp}, which cannot be emitted")
     return plan
+
+
+def _attention(fusion: Instruction) -> AttentionPlan | None:
+    plan = recorded_plan(fusion)
+    return plan.attention if plan is not None else None
 
 
 def _contraction(plan: FusionPlan) -> Instruction:
@@ -167,6 +176,9 @@ def _emit_loop_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation) -> None:
 def fusion_scratch_bytes(inst: Instruction, info: VectorInfo) -> int:
     """Scratch for an output fusion on the GEMM engine or a nested producer's row buffer;
     other fusions need none."""
+    attention = _attention(inst)
+    if attention is not None:
+        return attention_scratch_bytes(attention, info)
     producer = _nested_producer(inst)
     if producer is not None:
         return _nested_scratch_bytes(inst, producer, info)
@@ -221,6 +233,8 @@ def _aligned(size: int) -> int:
 def fusion_packed_operands(inst: Instruction, info: VectorInfo) -> frozenset[int]:
     """The fusion operand holding an output fusion's constant weights, when the GEMM engine
     packs them at compile time and nothing else in the fusion reads them."""
+    if _attention(inst) is not None:
+        return frozenset()
     producer = _nested_producer(inst)
     nested = _nested_packed(inst, producer, info) if producer is not None else frozenset()
     spec = _fused_gemm(inst, info) or _fused_conv(inst)

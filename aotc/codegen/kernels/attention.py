@@ -1,0 +1,405 @@
+"""Attention per (batch, head) in one kernel: ``softmax(scale * Q K^T + mask) V``.
+
+The fusion's plan (``hlo/attention_plan.py``) gives each operand as strided terms, so the
+kernel reads the heads where the Q/K/V GEMM left them and writes its rows where the next GEMM
+reads them. Per batch index g (the multi-core split's unit: each head on one thread), it
+packs the head into scratch with its terms added: Q as rows ``[S, D]``, K transposed
+``[D, Tp]`` and V ``[T, Ep]`` (``Tp``, ``Ep``: padded to whole vectors; the padding is zeroed
+once per call). Then per panel of ``R`` query rows: the scores ``R x Tp`` on a register tile
+(the GEMM's ``k_loop``: a broadcast Q element times K vectors) go to a row buffer, each row
+is scaled, masked, its padded lanes set to -inf, exponentiated after its max and normalized
+(the evaluator's ``exp(x - max) * (1 / sum)`` or ``/ sum``), and the panel's output ``R x E``
+is a second register tile (a broadcast P element times V vectors), stored through the output
+term. The score rows never leave the cache; no kernel runs between the two products.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from aotc.codegen import mathlib
+from aotc.codegen.irtypes import F32, I64, add_nuw, i64, mul_nuw
+from aotc.codegen.kernels.base import KernelIO
+from aotc.codegen.kernels.gemm_tile import StepFn, gep, k_loop, resize, splat
+from aotc.codegen.loops import entry_alloca, for_range
+from aotc.codegen.vector import VectorInfo
+from aotc.errors import CodegenError
+from aotc.hlo.attention_plan import AttentionPlan, Term
+
+_ALIGN = 16  # floats: each scratch array starts on a 64-byte line
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Sizes of one target's kernel: vector width, padded lengths, panel rows, scratch."""
+
+    width: int
+    keys_padded: int  # Tp
+    width_padded: int  # Ep
+    rows: int  # R: query rows per register tile
+    block: int  # vectors per column block of a tile
+
+    @staticmethod
+    def of(plan: AttentionPlan, info: VectorInfo) -> _Layout:
+        w = info.width
+        block = 4 if info.registers >= 32 else 2
+        rows = max(1, min(plan.rows, (info.registers - block - 1) // block, 8))
+        return _Layout(w, _padded(plan.keys, w), _padded(plan.width, w), rows, block)
+
+    def offsets(self, plan: AttentionPlan) -> tuple[int, int, int, int, int]:
+        """Float offsets of Qp, Kp, Vp, the score rows, and the end."""
+        q = 0
+        k = q + _padded(plan.rows * plan.depth, _ALIGN)
+        v = k + _padded(plan.depth * self.keys_padded, _ALIGN)
+        p = v + _padded(plan.keys * self.width_padded, _ALIGN)
+        return q, k, v, p, p + self.rows * self.keys_padded
+
+
+def _padded(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def attention_scratch_bytes(plan: AttentionPlan, info: VectorInfo) -> int:
+    """Scratch of one call: the packed head and a panel's score rows."""
+    return 4 * _Layout.of(plan, info).offsets(plan)[4]
+
+
+@dataclass
+class _Ctx:
+    b: ir.IRBuilder
+    plan: AttentionPlan
+    lay: _Layout
+    io: KernelIO
+    qp: ir.Value
+    kp: ir.Value
+    vp: ir.Value
+    pp: ir.Value
+
+    @property
+    def vec(self) -> ir.VectorType:
+        return ir.VectorType(F32, self.lay.width)
+
+
+def emit_attention_kernel(b: ir.IRBuilder, io: KernelIO, plan: AttentionPlan) -> None:
+    """Emit the kernel of an attention fusion (see the module docstring)."""
+    if io.scratch is None:
+        raise CodegenError(f"fusion %{io.inst.name}: attention needs scratch")
+    lay = _Layout.of(plan, io.vector)
+    q, k, v, p, _ = lay.offsets(plan)
+    ctx = _Ctx(b, plan, lay, io, *(gep(b, io.scratch, o) for o in (q, k, v, p)))
+    _zero_padding(ctx)
+    lo, hi = io.split.claim(plan.batch) if io.split is not None else (i64(0), i64(plan.batch))
+    with for_range(b, hi, "g", lo) as g:
+        _pack(ctx, g)
+        full = plan.rows // lay.rows
+        if full:
+            with for_range(b, full, "panel") as panel:
+                _panel(ctx, g, mul_nuw(b, panel, i64(lay.rows)), lay.rows)
+        if plan.rows % lay.rows:
+            _panel(ctx, g, i64(full * lay.rows), plan.rows % lay.rows)
+
+
+# ---- reading the terms ------------------------------------------------------------------------
+
+
+def _base(ctx: _Ctx, term: Term, g: ir.Value) -> ir.Value:
+    """The pointer to element (g, 0, 0) of ``term``."""
+    b = ctx.b
+    pointer = ctx.io.outputs[0] if term.param < 0 else ctx.io.pointer(term.param)
+    if pointer is None:
+        raise CodegenError(f"fusion %{ctx.io.inst.name}: attention operand {term.param} is no buffer")
+    total: ir.Value = i64(term.offset)
+    inner = 1
+    for size, stride in reversed(term.batch):
+        part = b.urem(b.udiv(g, i64(inner)), i64(size)) if inner > 1 else b.urem(g, i64(size))
+        total = add_nuw(b, total, mul_nuw(b, part, i64(stride)))
+        inner *= size
+    return gep(b, pointer, total)
+
+
+def _sum_at(ctx: _Ctx, bases: Sequence[tuple[ir.Value, Term]], row: ir.Value, col: ir.Value) -> ir.Value:
+    """The sum of the terms' elements at (row, col), in term order (the fused adds')."""
+    b = ctx.b
+    total: ir.Value | None = None
+    for base, term in bases:
+        index = add_nuw(b, mul_nuw(b, row, i64(term.row_stride)), mul_nuw(b, col, i64(term.col_stride)))
+        value = b.load(gep(b, base, index), typ=F32)
+        total = value if total is None else b.fadd(total, value)
+    assert total is not None
+    return total
+
+
+def _pack(ctx: _Ctx, g: ir.Value) -> None:
+    """Qp[i, d], Kp[d, t] (transposed) and Vp[t, e] of head g, terms added."""
+    b, plan, lay = ctx.b, ctx.plan, ctx.lay
+    arrays = (
+        (plan.q, ctx.qp, plan.rows, plan.depth, lambda i, d: (i, plan.depth, d, 1)),
+        (plan.k, ctx.kp, plan.keys, plan.depth, lambda t, d: (d, lay.keys_padded, t, 1)),
+        (plan.v, ctx.vp, plan.keys, plan.width, lambda t, e: (t, lay.width_padded, e, 1)),
+    )
+    for terms, dst, rows, cols, place in arrays:
+        bases = [(_base(ctx, t, g), t) for t in terms]
+        with for_range(b, rows, "r") as r, for_range(b, cols, "c") as c:
+            outer, stride, inner, _ = place(r, c)
+            at = add_nuw(b, mul_nuw(b, outer, i64(stride)), inner)
+            b.store(_sum_at(ctx, bases, r, c), gep(b, dst, at))
+
+
+def _zero_padding(ctx: _Ctx) -> None:
+    """Zeros in Kp's columns past T and Vp's past E (what the packing never writes)."""
+    b, plan, lay = ctx.b, ctx.plan, ctx.lay
+    pads = (
+        (ctx.kp, plan.depth, lay.keys_padded, plan.keys),
+        (ctx.vp, plan.keys, lay.width_padded, plan.width),
+    )
+    for dst, rows, stride, start in pads:
+        if stride == start:
+            continue
+        with for_range(b, rows, "zr") as r, for_range(b, stride, "zc", i64(start)) as c:
+            b.store(ir.Constant(F32, 0.0), gep(b, dst, add_nuw(b, mul_nuw(b, r, i64(stride)), c)))
+
+
+# ---- one panel of query rows --------------------------------------------------------------------
+
+
+def _panel(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int) -> None:
+    vectors = ctx.lay.keys_padded // ctx.lay.width
+    if vectors <= ctx.lay.block:
+        _softmax_in_registers(ctx, g, i0, rows, vectors)
+    else:
+        _scores(ctx, i0, rows)
+        with for_range(ctx.b, rows, "row") as r:
+            _softmax_row(ctx, g, i0, r)
+    _values(ctx, g, i0, rows)
+
+
+def _score_step(ctx: _Ctx, i0: ir.Value, rows: int, col: ir.Value, nv: int) -> StepFn:
+    """The scores tile's K step: Qp[i0 + r, k] broadcast times Kp[k, col..] vectors."""
+    plan, lay, w = ctx.plan, ctx.lay, ctx.lay.width
+
+    def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+        a = [_load(b, ctx.qp, add_nuw(b, mul_nuw(b, add_nuw(b, i0, i64(r)), i64(plan.depth)), k))
+             for r in range(rows)]  # fmt: skip
+        kbase = add_nuw(b, mul_nuw(b, k, i64(lay.keys_padded)), col)
+        return a, [_load_vec(b, ctx.kp, add_nuw(b, kbase, i64(v * w)), w) for v in range(nv)]
+
+    return step
+
+
+def _softmax_in_registers(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int, nv: int) -> None:
+    """Short rows (one tile wide): the softmax of the whole panel on the scores tile in
+    registers, rows side by side (their reductions overlap), P stored once."""
+    b, plan, lay, w = ctx.b, ctx.plan, ctx.lay, ctx.lay.width
+    accs = k_loop(b, plan.depth, rows, nv, w, _score_step(ctx, i0, rows, i64(0), nv))
+    masks = [(_base(ctx, t, g), t) for t in plan.mask]
+    for r in range(rows):
+        i = add_nuw(b, i0, i64(r))
+        xs = [_scored(ctx, masks, i, i64(v), accs[r][v]) for v in range(nv)]
+        top = splat(b, _across(b, "max", _folded(b, "max", xs)), w)
+        es = [mathlib.call("exp", b, b.fsub(x, top)) for x in xs]
+        total = _across(b, "add", _folded(b, "add", es))
+        if plan.divide:
+            ps = [b.fdiv(e, splat(b, total, w)) for e in es]
+        else:
+            inverse = splat(b, b.fdiv(ir.Constant(F32, 1.0), total), w)
+            ps = [b.fmul(e, inverse) for e in es]
+        for v, p in enumerate(ps):
+            b.store(p, gep(b, ctx.pp, r * lay.keys_padded + v * w), align=4)
+
+
+def _folded(b: ir.IRBuilder, op: str, values: list[ir.Value]) -> ir.Value:
+    """``values`` folded lanewise by ``op`` as a balanced tree."""
+    while len(values) > 1:
+        pairs = [_combine(b, op, values[k], values[k + 1]) for k in range(0, len(values) - 1, 2)]
+        values = pairs + ([values[-1]] if len(values) % 2 else [])
+    return values[0]
+
+
+BlockFn = Callable[[ir.Value, int, int | None], None]
+
+
+def _blocks(ctx: _Ctx, vectors: int, full: int, body: BlockFn) -> None:
+    """``body(first vector, count, first as an int or None)`` over column blocks of ``vectors``:
+    blocks of whole vectors (the first ``full``) in a loop, then the rest unrolled (the first
+    vector known, so a partial one is stored in part)."""
+    b = ctx.b
+    per = min(ctx.lay.block, vectors)
+    looped = full // per
+    if looped > 1:
+        with for_range(b, looped, "blk") as k:
+            body(mul_nuw(b, k, i64(per)), per, None)
+    start = per if looped == 1 else looped * per
+    if looped == 1:
+        body(i64(0), per, 0)
+    while start < vectors:
+        n = min(per, vectors - start)
+        body(i64(start), n, start)
+        start += n
+
+
+def _scores(ctx: _Ctx, i0: ir.Value, rows: int) -> None:
+    """The panel's scores ``Qp[i0 + r] . Kp`` into the score rows (all Tp columns)."""
+    b, plan, lay = ctx.b, ctx.plan, ctx.lay
+    w = lay.width
+
+    def block(first: ir.Value, nv: int, _known: int | None) -> None:
+        col = mul_nuw(b, first, i64(w))
+        accs = k_loop(b, plan.depth, rows, nv, w, _score_step(ctx, i0, rows, col, nv))
+        for r in range(rows):
+            for v in range(nv):
+                at = add_nuw(b, col, i64(r * lay.keys_padded + v * w))
+                b.store(accs[r][v], gep(b, ctx.pp, at), align=4)
+
+    vectors = lay.keys_padded // w
+    _blocks(ctx, vectors, vectors, block)
+
+
+def _softmax_row(ctx: _Ctx, g: ir.Value, i0: ir.Value, r: ir.Value) -> None:
+    b, plan, lay = ctx.b, ctx.plan, ctx.lay
+    w, vectors = lay.width, lay.keys_padded // lay.width
+    row = gep(b, ctx.pp, mul_nuw(b, r, i64(lay.keys_padded)))
+    i = add_nuw(b, i0, r)
+    masks = [(_base(ctx, t, g), t) for t in plan.mask]
+    top = _fold_row(ctx, row, vectors, lambda j, x: _scored(ctx, masks, i, j, x), "max")
+    top_v = splat(b, top, w)
+    total = _fold_row(ctx, row, vectors, lambda j, x: mathlib.call("exp", b, b.fsub(x, top_v)), "add")
+    total_v = splat(b, total, w)
+    if plan.divide:
+        _map_row(ctx, row, vectors, lambda x: b.fdiv(x, total_v))
+    else:
+        inverse = splat(b, b.fdiv(ir.Constant(F32, 1.0), total), w)
+        _map_row(ctx, row, vectors, lambda x: b.fmul(x, inverse))
+
+
+RowFn = Callable[[ir.Value, ir.Value], ir.Value]
+
+
+def _fold_row(ctx: _Ctx, row: ir.Value, vectors: int, f: RowFn, op: str) -> ir.Value:
+    """Replace each vector x (number j) of a score row by ``f(j, x)`` and fold those by ``op``
+    ("max" from -inf, "add" from 0) lanewise, then across the lanes."""
+    b, w = ctx.b, ctx.lay.width
+    slot = entry_alloca(b, ctx.vec, "fold")
+    b.store(splat(b, ir.Constant(F32, -math.inf if op == "max" else 0.0), w), slot)
+    with for_range(b, vectors, "j") as j:
+        at = mul_nuw(b, j, i64(w))
+        y = f(j, _load_vec(b, row, at, w))
+        b.store(y, gep(b, row, at), align=4)
+        b.store(_combine(b, op, b.load(slot, typ=ctx.vec), y), slot)
+    return _across(b, op, b.load(slot, typ=ctx.vec))
+
+
+def _across(b: ir.IRBuilder, op: str, vec: ir.Value) -> ir.Value:
+    """The lanes of ``vec`` folded by ``op``, halves at a time."""
+    n = vec.type.count
+    while n > 1:
+        n //= 2
+        lo = b.shuffle_vector(vec, vec, _lanes(range(n)))
+        hi = b.shuffle_vector(vec, vec, _lanes(range(n, 2 * n)))
+        vec = _combine(b, op, lo, hi)
+    return b.extract_element(vec, i64(0))
+
+
+def _lanes(lanes: range) -> ir.Constant:
+    return ir.Constant(ir.VectorType(ir.IntType(32), len(lanes)), list(lanes))
+
+
+def _combine(b: ir.IRBuilder, op: str, acc: ir.Value, x: ir.Value) -> ir.Value:
+    if op == "max":  # a nan is passed over (vmaxps); it makes its row's sum nan all the same
+        return b.select(b.fcmp_ordered(">", x, acc), x, acc)
+    return b.fadd(acc, x)
+
+
+def _map_row(ctx: _Ctx, row: ir.Value, vectors: int, f: Callable[[ir.Value], ir.Value]) -> None:
+    b, w = ctx.b, ctx.lay.width
+    with for_range(b, vectors, "j") as j:
+        at = mul_nuw(b, j, i64(w))
+        b.store(f(_load_vec(b, row, at, w)), gep(b, row, at), align=4)
+
+
+def _scored(ctx: _Ctx, masks: list[tuple[ir.Value, Term]], i: ir.Value, j: ir.Value,
+            x: ir.Value) -> ir.Value:  # fmt: skip
+    """Vector j of score row i scaled and masked in the fusion's order; lanes past T -inf."""
+    b, plan, w = ctx.b, ctx.plan, ctx.lay.width
+    scale = None if plan.scale is None else splat(b, ir.Constant(F32, plan.scale), w)
+    mask = _mask_vector(ctx, masks, i, j) if masks else None
+    if mask is not None and plan.mask_first:
+        x = b.fadd(x, mask)
+    if scale is not None:
+        x = b.fmul(x, scale)
+    if mask is not None and not plan.mask_first:
+        x = b.fadd(x, mask)
+    if plan.keys % w == 0:
+        return x
+    lanes = ir.Constant(ir.VectorType(I64, w), list(range(w)))
+    cols = b.add(_splat_i64(b, mul_nuw(b, j, i64(w)), w), lanes)
+    keep = b.icmp_unsigned("<", cols, _splat_i64(b, i64(plan.keys), w))
+    return b.select(keep, x, splat(b, ir.Constant(F32, -math.inf), w))
+
+
+def _splat_i64(b: ir.IRBuilder, value: ir.Value, width: int) -> ir.Value:
+    ty = ir.VectorType(I64, width)
+    one = b.insert_element(ir.Constant(ty, None), value, i64(0))
+    return b.shuffle_vector(one, ir.Constant(ty, None), ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
+
+
+def _mask_vector(ctx: _Ctx, masks: list[tuple[ir.Value, Term]], i: ir.Value, j: ir.Value) -> ir.Value:
+    """The mask's lanes of vector j of row i, lane by lane (only columns below T are read)."""
+    b, plan, w = ctx.b, ctx.plan, ctx.lay.width
+    vec: ir.Value = ir.Constant(ctx.vec, [0.0] * w)
+    for lane in range(w):
+        col = add_nuw(b, mul_nuw(b, j, i64(w)), i64(lane))
+        inside = b.icmp_unsigned("<", col, i64(plan.keys))
+        safe = b.select(inside, col, i64(0))
+        vec = b.insert_element(vec, _sum_at(ctx, masks, i, safe), i64(lane))
+    return vec
+
+
+def _values(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int) -> None:
+    """The panel's output: score rows times Vp, stored through the output term."""
+    b, plan, lay = ctx.b, ctx.plan, ctx.lay
+    w = lay.width
+    out = ctx.plan.out
+    base = _base(ctx, out, g)
+
+    def block(first: ir.Value, nv: int, known: int | None) -> None:
+        col = mul_nuw(b, first, i64(w))
+
+        def step(b: ir.IRBuilder, t: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+            a = [_load(b, ctx.pp, add_nuw(b, t, i64(r * lay.keys_padded))) for r in range(rows)]
+            vbase = add_nuw(b, mul_nuw(b, t, i64(lay.width_padded)), col)
+            return a, [_load_vec(b, ctx.vp, add_nuw(b, vbase, i64(v * w)), w) for v in range(nv)]
+
+        accs = k_loop(b, plan.keys, rows, nv, w, step)
+        for r in range(rows):
+            i = add_nuw(b, i0, i64(r))
+            for v in range(nv):
+                lanes = w if known is None else min(w, plan.width - (known + v) * w)
+                _store_out(ctx, base, i, add_nuw(b, col, i64(v * w)), accs[r][v], lanes)
+
+    _blocks(ctx, lay.width_padded // w, plan.width // w, block)
+
+
+def _store_out(
+    ctx: _Ctx, base: ir.Value, i: ir.Value, col: ir.Value, value: ir.Value, lanes: int
+) -> None:
+    """Store the first ``lanes`` lanes of ``value``: columns col.. of output row i."""
+    b, out = ctx.b, ctx.plan.out
+    row = gep(b, base, mul_nuw(b, i, i64(out.row_stride)))
+    if out.col_stride == 1:
+        b.store(resize(b, value, lanes), gep(b, row, col), align=4)
+        return
+    for lane in range(lanes):
+        at = mul_nuw(b, add_nuw(b, col, i64(lane)), i64(out.col_stride))
+        b.store(b.extract_element(value, i64(lane)), gep(b, row, at))
+
+
+def _load(b: ir.IRBuilder, base: ir.Value, at: ir.Value) -> ir.Value:
+    return b.load(gep(b, base, at), typ=F32)
+
+
+def _load_vec(b: ir.IRBuilder, base: ir.Value, at: ir.Value, w: int) -> ir.Value:
+    return b.load(gep(b, base, at), typ=ir.VectorType(F32, w), align=4)
