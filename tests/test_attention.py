@@ -24,6 +24,9 @@ from aotc.hlo.views import View
 from aotc.passes import default_pipeline
 
 RNG = np.random.default_rng(15)
+BATCHED_DOT = (
+    "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
+)
 
 
 @dataclass(frozen=True)
@@ -98,10 +101,10 @@ ENTRY main {{
   qt = f32[{b},{h},{s},{d}] transpose(qb), dimensions={{0,2,1,3}}
   kt = f32[{b},{h},{d},{t}] transpose(k), dimensions={{0,2,3,1}}
   vt = f32[{b},{h},{t},{e}] transpose(v), dimensions={{0,2,1,3}}
-  sc = f32[{shape}] dot(qt, kt), lhs_batch_dims={{0,1}}, lhs_contracting_dims={{3}}, rhs_batch_dims={{0,1}}, rhs_contracting_dims={{2}}
+  sc = f32[{shape}] dot(qt, kt), {BATCHED_DOT}
   {self._scaled(shape, f"{b},{s},{t}", "0,2,3")}
   {self._softmax("x", shape, rows, "0,1,2", 3)}
-  o = f32[{b},{h},{s},{e}] dot(p, vt), lhs_batch_dims={{0,1}}, lhs_contracting_dims={{3}}, rhs_batch_dims={{0,1}}, rhs_contracting_dims={{2}}
+  o = f32[{b},{h},{s},{e}] dot(p, vt), {BATCHED_DOT}
   ot = f32[{b},{s},{h},{e}] transpose(o), dimensions={{0,2,1,3}}
   r = f32[{b},{s},{h * e}] reshape(ot)
   ROOT tuple = (f32[{b},{s},{h * e}]) tuple(r)
@@ -161,7 +164,9 @@ def check(case: Attn, special: bool = False, rtol: float = 3e-6) -> Module:
     (want,) = evaluate(parse_module(text), inputs)
     module = optimized(text)
     (plan,) = attention_fusions(module)
-    kernels = [i for i in module.entry.instructions if i.opcode not in (Opcode.PARAMETER, Opcode.TUPLE)]
+    kernels = [
+        i for i in module.entry.instructions if i.opcode not in (Opcode.PARAMETER, Opcode.TUPLE)
+    ]
     assert len(kernels) == 1, kernels  # the transposes and both dots are in the one kernel
     typed, buffers = run_compiled(compile_entry(module, "m"), inputs)
     np.testing.assert_array_equal(typed[0], buffers[0])
@@ -180,6 +185,7 @@ CASES = [
     Attn(s=10, t=33, d=8, e=17, batch=False),
     Attn(s=5, t=33, d=8, e=17, batch=False, mask=True, mask_first=True),
     Attn(b=2, h=5, s=17, t=24, d=16, e=48, mask=True, mask_first=True),
+    Attn(b=2, h=2, s=8, t=32, d=8, e=16, mask=True),  # the mask read a vector at a time
 ]
 
 
@@ -204,14 +210,20 @@ def test_two_threads_split_over_heads_with_identical_bits(
     for n, results in pooled.items():
         np.testing.assert_array_equal(results[0], reference[0], err_msg=f"pool {n}")
     (want,) = evaluate(parse_module(case.text()), inputs)
-    np.testing.assert_allclose(reference[0], want, rtol=0, atol=3e-6 * float(np.nanmax(np.abs(want))))
+    np.testing.assert_allclose(
+        reference[0], want, rtol=0, atol=3e-6 * float(np.nanmax(np.abs(want)))
+    )
 
 
 def test_a_score_dot_read_twice_is_left_to_the_other_kernels() -> None:
     """The scores are also a result: the block stays as it was (no attention fusion)."""
-    text = Attn(b=1, h=2, s=4, t=6, d=3, e=5).text().replace(
-        "ROOT tuple = (f32[1,4,10]) tuple(r)",
-        "ROOT tuple = (f32[1,4,10], f32[1,2,4,6]) tuple(r, sc)",
+    text = (
+        Attn(b=1, h=2, s=4, t=6, d=3, e=5)
+        .text()
+        .replace(
+            "ROOT tuple = (f32[1,4,10]) tuple(r)",
+            "ROOT tuple = (f32[1,4,10], f32[1,2,4,6]) tuple(r, sc)",
+        )
     )
     module = optimized(text)
     assert not attention_fusions(module)
@@ -229,7 +241,11 @@ def test_the_plan_is_kcustom_and_survives_printing() -> None:
     plan = recorded_plan(fusion)
     assert plan is not None and plan.kind is FusionKind.CUSTOM and plan.attention is not None
     (first,) = attention_fusions(module)
-    assert (plan.attention.q, plan.attention.mask, plan.attention.out) == (first.q, first.mask, first.out)
+    assert (plan.attention.q, plan.attention.mask, plan.attention.out) == (
+        first.q,
+        first.mask,
+        first.out,
+    )
 
 
 def test_views_regroup_and_slice_like_numpy() -> None:

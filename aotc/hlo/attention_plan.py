@@ -46,14 +46,6 @@ class Term:
     row_stride: int
     col_stride: int
 
-    def batch_offset(self, g: int) -> int:
-        """The batch part of the offset for batch index ``g`` (for the reference loops)."""
-        total = 0
-        for size, stride in reversed(self.batch):
-            g, k = divmod(g, size)
-            total += k * stride
-        return total
-
 
 @dataclass(frozen=True)
 class AttentionPlan:

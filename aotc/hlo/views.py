@@ -29,7 +29,9 @@ class View:
     def row_major(dims: Sequence[int]) -> View:
         """The view of a row-major array of ``dims`` at offset 0."""
         strides = [math.prod(dims[k + 1 :]) for k in range(len(dims))]
-        return View(0, tuple(((n, s),) if n > 1 else () for n, s in zip(dims, strides, strict=True)))
+        return View(
+            0, tuple(((n, s),) if n > 1 else () for n, s in zip(dims, strides, strict=True))
+        )
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -46,7 +48,9 @@ class View:
             dims[d] = self.dims[k]
         return View(self.offset, tuple(dims))
 
-    def slice(self, starts: Sequence[int], limits: Sequence[int], steps: Sequence[int]) -> View | None:
+    def slice(
+        self, starts: Sequence[int], limits: Sequence[int], steps: Sequence[int]
+    ) -> View | None:
         """HLO's slice, or None where a sliced dimension has more than one atom."""
         offset, dims = self.offset, []
         for atoms, start, limit, step in zip(self.dims, starts, limits, steps, strict=True):

@@ -111,7 +111,9 @@ def _base(ctx: _Ctx, term: Term, g: ir.Value) -> ir.Value:
     b = ctx.b
     pointer = ctx.io.outputs[0] if term.param < 0 else ctx.io.pointer(term.param)
     if pointer is None:
-        raise CodegenError(f"fusion %{ctx.io.inst.name}: attention operand {term.param} is no buffer")
+        raise CodegenError(
+            f"fusion %{ctx.io.inst.name}: attention operand {term.param} is no buffer"
+        )
     total: ir.Value = i64(term.offset)
     inner = 1
     for size, stride in reversed(term.batch):
@@ -121,12 +123,16 @@ def _base(ctx: _Ctx, term: Term, g: ir.Value) -> ir.Value:
     return gep(b, pointer, total)
 
 
-def _sum_at(ctx: _Ctx, bases: Sequence[tuple[ir.Value, Term]], row: ir.Value, col: ir.Value) -> ir.Value:
+def _sum_at(
+    ctx: _Ctx, bases: Sequence[tuple[ir.Value, Term]], row: ir.Value, col: ir.Value
+) -> ir.Value:
     """The sum of the terms' elements at (row, col), in term order (the fused adds')."""
     b = ctx.b
     total: ir.Value | None = None
     for base, term in bases:
-        index = add_nuw(b, mul_nuw(b, row, i64(term.row_stride)), mul_nuw(b, col, i64(term.col_stride)))
+        index = add_nuw(
+            b, mul_nuw(b, row, i64(term.row_stride)), mul_nuw(b, col, i64(term.col_stride))
+        )
         value = b.load(gep(b, base, index), typ=F32)
         total = value if total is None else b.fadd(total, value)
     assert total is not None
@@ -135,18 +141,102 @@ def _sum_at(ctx: _Ctx, bases: Sequence[tuple[ir.Value, Term]], row: ir.Value, co
 
 def _pack(ctx: _Ctx, g: ir.Value) -> None:
     """Qp[i, d], Kp[d, t] (transposed) and Vp[t, e] of head g, terms added."""
-    b, plan, lay = ctx.b, ctx.plan, ctx.lay
-    arrays = (
-        (plan.q, ctx.qp, plan.rows, plan.depth, lambda i, d: (i, plan.depth, d, 1)),
-        (plan.k, ctx.kp, plan.keys, plan.depth, lambda t, d: (d, lay.keys_padded, t, 1)),
-        (plan.v, ctx.vp, plan.keys, plan.width, lambda t, e: (t, lay.width_padded, e, 1)),
+    plan, lay = ctx.plan, ctx.lay
+    q = [(_base(ctx, t, g), t) for t in plan.q]
+    _pack_rows(ctx, q, ctx.qp, (0, plan.rows), (0, plan.depth), lambda i, d: (i, plan.depth, d))
+    k = [(_base(ctx, t, g), t) for t in plan.k]
+    _pack_transposed(ctx, k)
+    v = [(_base(ctx, t, g), t) for t in plan.v]
+    _pack_rows(
+        ctx, v, ctx.vp, (0, plan.keys), (0, plan.width), lambda t, e: (t, lay.width_padded, e)
     )
-    for terms, dst, rows, cols, place in arrays:
-        bases = [(_base(ctx, t, g), t) for t in terms]
-        with for_range(b, rows, "r") as r, for_range(b, cols, "c") as c:
-            outer, stride, inner, _ = place(r, c)
-            at = add_nuw(b, mul_nuw(b, outer, i64(stride)), inner)
-            b.store(_sum_at(ctx, bases, r, c), gep(b, dst, at))
+
+
+Place = Callable[[ir.Value, ir.Value], tuple[ir.Value, int, ir.Value]]
+
+
+def _pack_rows(
+    ctx: _Ctx,
+    bases: Sequence[tuple[ir.Value, Term]],
+    dst: ir.Value,
+    rows: tuple[int, int],
+    cols: tuple[int, int],
+    place: Place,
+) -> None:
+    """dst[place(r, c)] = the terms' sum at (r, c) over the ranges (LLVM vectorizes the
+    inner loop where the terms are contiguous along it)."""
+    b = ctx.b
+    if rows[0] >= rows[1] or cols[0] >= cols[1]:
+        return
+    with (
+        for_range(b, rows[1], "r", i64(rows[0])) as r,
+        for_range(b, cols[1], "c", i64(cols[0])) as c,
+    ):
+        outer, stride, inner = place(r, c)
+        at = add_nuw(b, mul_nuw(b, outer, i64(stride)), inner)
+        b.store(_sum_at(ctx, bases, r, c), gep(b, dst, at))
+
+
+def _pack_transposed(ctx: _Ctx, bases: Sequence[tuple[ir.Value, Term]]) -> None:
+    """Kp[d, t] = k[t, d]: whole W x W blocks as W row vectors transposed in registers (where
+    every term is contiguous or broadcast along d), the edges element by element."""
+    b, plan, lay, w = ctx.b, ctx.plan, ctx.lay, ctx.lay.width
+    place: Place = lambda t, d: (d, lay.keys_padded, t)  # noqa: E731
+    blocked = w & (w - 1) == 0 and all(t.col_stride in (0, 1) for _, t in bases)
+    tb, db = (plan.keys // w, plan.depth // w) if blocked else (0, 0)
+    if tb and db:
+        with for_range(b, tb, "tb") as t_block, for_range(b, db, "db") as d_block:
+            t0, d0 = mul_nuw(b, t_block, i64(w)), mul_nuw(b, d_block, i64(w))
+            rows = [_sum_vector(ctx, bases, add_nuw(b, t0, i64(j)), d0) for j in range(w)]
+            for j, column in enumerate(_transposed(b, rows)):
+                at = add_nuw(b, mul_nuw(b, add_nuw(b, d0, i64(j)), i64(lay.keys_padded)), t0)
+                b.store(column, gep(b, ctx.kp, at), align=4)
+    done_t, done_d = (tb * w, db * w) if tb and db else (0, 0)
+    _pack_rows(ctx, bases, ctx.kp, (0, done_t), (done_d, plan.depth), place)
+    _pack_rows(ctx, bases, ctx.kp, (done_t, plan.keys), (0, plan.depth), place)
+
+
+def _sum_vector(
+    ctx: _Ctx, bases: Sequence[tuple[ir.Value, Term]], row: ir.Value, col: ir.Value
+) -> ir.Value:
+    """The terms' sum at (row, col .. col + W), each term contiguous or broadcast along cols."""
+    b, w = ctx.b, ctx.lay.width
+    total: ir.Value | None = None
+    for base, term in bases:
+        at = add_nuw(
+            b, mul_nuw(b, row, i64(term.row_stride)), mul_nuw(b, col, i64(term.col_stride))
+        )
+        if term.col_stride == 1:
+            value = _load_vec(b, base, at, w)
+        else:
+            value = splat(b, _load(b, base, at), w)
+        total = value if total is None else b.fadd(total, value)
+    assert total is not None
+    return total
+
+
+def _transposed(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+    """The columns of the W x W matrix whose rows are ``rows``: per bit k of the index, rows
+    a and a + 2^k swap that bit of the row with that bit of the lane (two-source shuffles)."""
+    w = len(rows)
+    rows = list(rows)
+    d = 1
+    while d < w:
+        for a in range(w):
+            if a & d:
+                continue
+            low = [(w if c & d else 0) + (c & ~d) for c in range(w)]
+            high = [(w if c & d else 0) + (c | d) for c in range(w)]
+            rows[a], rows[a + d] = (
+                b.shuffle_vector(rows[a], rows[a + d], _lanes_of(low)),
+                b.shuffle_vector(rows[a], rows[a + d], _lanes_of(high)),
+            )
+        d *= 2
+    return rows
+
+
+def _lanes_of(indices: list[int]) -> ir.Constant:
+    return ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), indices)
 
 
 def _zero_padding(ctx: _Ctx) -> None:
@@ -191,14 +281,19 @@ def _score_step(ctx: _Ctx, i0: ir.Value, rows: int, col: ir.Value, nv: int) -> S
 
 
 def _softmax_in_registers(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int, nv: int) -> None:
-    """Short rows (one tile wide): the softmax of the whole panel on the scores tile in
-    registers, rows side by side (their reductions overlap), P stored once."""
+    """Short rows (one tile wide): the panel's scores stored once, then per row (a loop
+    whose iterations the cpu overlaps) its vectors are loaded and softmaxed in registers:
+    few values live, so the exp constants stay in registers too."""
     b, plan, lay, w = ctx.b, ctx.plan, ctx.lay, ctx.lay.width
     accs = k_loop(b, plan.depth, rows, nv, w, _score_step(ctx, i0, rows, i64(0), nv))
-    masks = [(_base(ctx, t, g), t) for t in plan.mask]
     for r in range(rows):
-        i = add_nuw(b, i0, i64(r))
-        xs = [_scored(ctx, masks, i, i64(v), accs[r][v]) for v in range(nv)]
+        for v in range(nv):
+            b.store(accs[r][v], gep(b, ctx.pp, r * lay.keys_padded + v * w), align=4)
+    masks = [(_base(ctx, t, g), t) for t in plan.mask]
+    with for_range(b, rows, "row") as r:
+        row = gep(b, ctx.pp, mul_nuw(b, r, i64(lay.keys_padded)))
+        i = add_nuw(b, i0, r)
+        xs = [_scored(ctx, masks, i, i64(v), _load_vec(b, row, i64(v * w), w)) for v in range(nv)]
         top = splat(b, _across(b, "max", _folded(b, "max", xs)), w)
         es = [mathlib.call("exp", b, b.fsub(x, top)) for x in xs]
         total = _across(b, "add", _folded(b, "add", es))
@@ -208,7 +303,7 @@ def _softmax_in_registers(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int, nv: i
             inverse = splat(b, b.fdiv(ir.Constant(F32, 1.0), total), w)
             ps = [b.fmul(e, inverse) for e in es]
         for v, p in enumerate(ps):
-            b.store(p, gep(b, ctx.pp, r * lay.keys_padded + v * w), align=4)
+            b.store(p, gep(b, row, v * w), align=4)
 
 
 def _folded(b: ir.IRBuilder, op: str, values: list[ir.Value]) -> ir.Value:
@@ -266,7 +361,9 @@ def _softmax_row(ctx: _Ctx, g: ir.Value, i0: ir.Value, r: ir.Value) -> None:
     masks = [(_base(ctx, t, g), t) for t in plan.mask]
     top = _fold_row(ctx, row, vectors, lambda j, x: _scored(ctx, masks, i, j, x), "max")
     top_v = splat(b, top, w)
-    total = _fold_row(ctx, row, vectors, lambda j, x: mathlib.call("exp", b, b.fsub(x, top_v)), "add")
+    total = _fold_row(
+        ctx, row, vectors, lambda j, x: mathlib.call("exp", b, b.fsub(x, top_v)), "add"
+    )
     total_v = splat(b, total, w)
     if plan.divide:
         _map_row(ctx, row, vectors, lambda x: b.fdiv(x, total_v))
@@ -343,12 +440,20 @@ def _scored(ctx: _Ctx, masks: list[tuple[ir.Value, Term]], i: ir.Value, j: ir.Va
 def _splat_i64(b: ir.IRBuilder, value: ir.Value, width: int) -> ir.Value:
     ty = ir.VectorType(I64, width)
     one = b.insert_element(ir.Constant(ty, None), value, i64(0))
-    return b.shuffle_vector(one, ir.Constant(ty, None), ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
+    return b.shuffle_vector(
+        one, ir.Constant(ty, None), ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width)
+    )
 
 
-def _mask_vector(ctx: _Ctx, masks: list[tuple[ir.Value, Term]], i: ir.Value, j: ir.Value) -> ir.Value:
-    """The mask's lanes of vector j of row i, lane by lane (only columns below T are read)."""
+def _mask_vector(
+    ctx: _Ctx, masks: list[tuple[ir.Value, Term]], i: ir.Value, j: ir.Value
+) -> ir.Value:
+    """The mask's lanes of vector j of row i: a vector per term where every term is
+    contiguous or broadcast along the keys and T is whole vectors, else lane by lane (only
+    columns below T are read)."""
     b, plan, w = ctx.b, ctx.plan, ctx.lay.width
+    if plan.keys % w == 0 and all(t.col_stride in (0, 1) for _, t in masks):
+        return _sum_vector(ctx, masks, i, mul_nuw(b, j, i64(w)))
     vec: ir.Value = ir.Constant(ctx.vec, [0.0] * w)
     for lane in range(w):
         col = add_nuw(b, mul_nuw(b, j, i64(w)), i64(lane))
