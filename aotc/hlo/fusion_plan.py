@@ -9,7 +9,8 @@ fusion parses back to the same plan. The plan names instructions of the fused co
 passes leave fused computations alone (``aotc/passes/rewrite.py``), and the verifier checks
 that a plan names only instructions its computation still has.
 
-Three shapes of group are accepted:
+Three shapes of group are accepted (and a fourth, attention, from ``attention_plan.py`` for
+the fused computations ``passes/attention.py`` outlines: ``FusionPlan.attention``, kCustom):
 
 * **loop** (kLoop, or kInput when the root is a reduce): every member is computed element by
   element from the root's index; a root reduce folds its operand's generated elements.
