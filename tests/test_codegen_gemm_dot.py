@@ -407,3 +407,36 @@ def _function_bodies(ir_text: str) -> list[tuple[str, str]]:
     """(name, text) of each function defined in ``ir_text``."""
     parts = re.split(r"^define ", ir_text, flags=re.M)[1:]
     return [(re.search(r'@"?([^"(]+)"?\(', part).group(1), part) for part in parts]
+
+
+GELU_IN_PLACE = """
+HloModule m
+ENTRY main {
+  x = f32[20,48] parameter(0)
+  w = f32[48,35] parameter(1)
+  res = f32[20,35] parameter(2)
+  d = f32[20,35] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  a = f32[20,35] add(d, res)
+  c = f32[] constant(0.70710677)
+  cb = f32[20,35] broadcast(c), dimensions={}
+  y = f32[20,35] multiply(a, cb)
+  e = f32[20,35] erf(y)
+  one = f32[] constant(1)
+  ob = f32[20,35] broadcast(one), dimensions={}
+  p = f32[20,35] add(ob, e)
+  h = f32[20,35] multiply(a, p)
+  ROOT t = (f32[20,35]) tuple(h)
+}"""
+
+
+def test_a_long_epilogue_runs_row_by_row_from_a_parked_tile_even_in_place() -> None:
+    """GELU after a residual add that may overwrite ``res``: the erf epilogue runs in a loop
+    over each tile's rows on values parked on the stack (not in C, which aliases ``res``);
+    M = 20 (a full tile and a short one), N = 35 (an edge vector)."""
+    module = parse_module(GELU_IN_PLACE)
+    assert Fusion().run(module)
+    fusion = module.entry.root.operands[0]
+    assert fusion.opcode.value == "fusion" and recorded_plan(fusion).in_place
+    inputs = [weights(*p.array_shape.dims) for p in module.entry.parameters]
+    ir_text = run_and_compare(module, inputs, rtol=1e-5)
+    assert "epilogue.row" in ir_text and "tile.park" in ir_text

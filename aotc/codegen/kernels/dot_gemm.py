@@ -195,12 +195,14 @@ def emit_gemm_dot(
     call: GemmCall,
     epilogue: EpilogueFactory | None = None,
     vector_epilogue: VectorEpilogueFactory | None = None,
+    rolled: bool = False,
 ) -> None:
     """Compute the dot into ``call.out`` with one GEMM call per batch (its units in the
     range of ``call.split``, claimed here: batches times ``gemm_split`` units).
 
     The fused epilogue, if any, is given per vector (``vector_epilogue``, preferred) or per
-    element (``epilogue``, applied lane by lane).
+    element (``epilogue``, applied lane by lane); a ``rolled`` one (long: transcendental
+    functions) runs in a loop over each tile's rows (``gemm_tile.store_tile``).
     """
     plan = spec.plan(info)
     n_extra = 1 + len(call.extras)  # the batch index travels as a pointer-sized integer
@@ -213,6 +215,7 @@ def emit_gemm_dot(
         extra_args=n_extra,
         b_transposed=spec.b_transposed,
         a_direct=not plan.gemv and plan.n <= A_DIRECT_PANELS * plan.nr,
+        rolled_epilogue=rolled,
     )
     name = f"{b.function.name}.gemm"
     gemm = emit_gemm(b.module, name, plan, info, options)

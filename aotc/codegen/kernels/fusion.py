@@ -65,6 +65,7 @@ from aotc.errors import CodegenError
 from aotc.hlo.attention_plan import AttentionPlan
 from aotc.hlo.fusion_plan import FusionPlan, recorded_plan
 from aotc.hlo.ir import Computation, FusionKind, Instruction, Opcode, parameter_number
+from aotc.hlo.opcodes import EXPENSIVE
 from aotc.hlo.shape import PrimitiveType
 
 Generators = dict[int, ElementGenerator]
@@ -346,7 +347,8 @@ def _emit_output_fusion(b: ir.IRBuilder, io: KernelIO, comp: Computation, dot: I
     ):
         call = GemmCall(io.outputs[0], lhs, rhs, io.scratch, pointers, io.split)
         factory = partial(_epilogue, io.inst)
-        emit_gemm_dot(b, spec, io.vector, call, vector_epilogue=factory)
+        rolled = any(i.opcode in EXPENSIVE for i in comp.instructions if i is not dot)
+        emit_gemm_dot(b, spec, io.vector, call, vector_epilogue=factory, rolled=rolled)
         return
     current: Cells = {}
     gens = _generators(comp, io.operands, {id(dot): _cell_reader(current, dot)})

@@ -86,6 +86,7 @@ class GemmOptions:
     b_transposed: bool = False  # runtime B is row-major [N,K] (not for GEMV)
     a_packer: APacker | None = None  # A is not a row-major [M,K] array (not for GEMV)
     a_direct: bool = False  # micro-kernels read row-major A in place, unpacked (no a_packer)
+    rolled_epilogue: bool = False  # a long epilogue, applied row by row (``store_tile``)
 
 
 def extra_args(b: ir.IRBuilder, count: int) -> list[ir.Value]:
@@ -315,7 +316,8 @@ class _Gemm:
             return scalars, vecs
 
         accs = k_loop(b, kc, rows, p.nv, p.vw, step)
-        dst = TileTarget(c, p.n, row, col, first, last, self.options.epilogue)
+        epilogue, rolled = self.options.epilogue, self.options.rolled_epilogue
+        dst = TileTarget(c, p.n, row, col, first, last, epilogue, rolled and rows > 1)
         store_tile(b, accs, tile_pieces(rows, p.nv, p.vw, cols), dst)
         b.ret_void()
         return fn

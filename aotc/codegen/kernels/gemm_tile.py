@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import F32, I64, add_nuw, call_intrinsic, i64, mul_nuw
+from aotc.codegen.irtypes import F32, I64, add_nuw, alloca, call_intrinsic, i64, mul_nuw
 
 # epilogue(builder, values, row, col) -> values: ``values`` holds C[row, col : col + w] (w is
 # the vector's lane count, narrower than the target's at the N edge). It runs after the last
@@ -151,6 +151,7 @@ class TileTarget:
     first: ir.Value  # i1: the first K block (else add to what C holds)
     last: ir.Value  # i1: the last K block (apply the epilogue)
     epilogue: Epilogue | None
+    rolled: bool = False  # apply the epilogue in a loop over the tile's rows (see store_tile)
 
 
 def store_tile(
@@ -159,7 +160,14 @@ def store_tile(
     pieces: Sequence[tuple[int, int, int]],
     dst: TileTarget,
 ) -> None:
-    """Store the tile's pieces to C: added to C after the first K block, epilogue on the last."""
+    """Store the tile's pieces to C: added to C after the first K block, epilogue on the last.
+
+    A ``rolled`` epilogue (a long one: erf, tanh, exp) runs in a loop over the tile's rows
+    on values parked in a stack buffer: straight-line over the whole tile, LLVM interleaves
+    the pieces' polynomials and spills most of them (GELU's tile store was 57 instructions a
+    vector, 34 of them arithmetic). The buffer, not C, holds them: an in-place epilogue still
+    reads its operand before C is written.
+    """
     width = accs[0][0].type.count
     values = [resize(b, accs[r][v], lanes) for r, v, lanes in pieces]
     values = _add_existing(b, values, pieces, width, dst)
@@ -169,13 +177,54 @@ def store_tile(
     epilogue = dst.epilogue
     with b.if_else(dst.last) as (then, otherwise):
         with then:
-            finals = [
-                epilogue(b, value, add_nuw(b, dst.row, i64(r)), add_nuw(b, dst.col, i64(v * width)))
-                for value, (r, v, _) in zip(values, pieces, strict=True)
-            ]
-            _store_pieces(b, finals, pieces, width, dst)
+            if dst.rolled:
+                _store_rolled(b, values, pieces, width, dst)
+            else:
+                finals = [
+                    epilogue(
+                        b, value, add_nuw(b, dst.row, i64(r)), add_nuw(b, dst.col, i64(v * width))
+                    )
+                    for value, (r, v, _) in zip(values, pieces, strict=True)
+                ]
+                _store_pieces(b, finals, pieces, width, dst)
         with otherwise:
             _store_pieces(b, values, pieces, width, dst)
+
+
+def _store_rolled(
+    b: ir.IRBuilder,
+    values: Sequence[ir.Value],
+    pieces: Sequence[tuple[int, int, int]],
+    width: int,
+    dst: TileTarget,
+) -> None:
+    """The epilogue applied row by row: the tile parked in a stack buffer, then a loop."""
+    assert dst.epilogue is not None
+    rows, nv = pieces[-1][0] + 1, pieces[-1][1] + 1
+    lanes = {v: n for _, v, n in pieces}
+    entry = b.function.entry_basic_block
+    buf = ir.IRBuilder(entry)
+    buf.position_at_start(entry)
+    park = alloca(buf, ir.ArrayType(F32, rows * nv * width), "tile.park")
+    for value, (r, v, _) in zip(values, pieces, strict=True):
+        b.store(value, gep(b, park, (r * nv + v) * width), align=4)
+    pre = b.block
+    loop = b.append_basic_block("epilogue.row")
+    done = b.append_basic_block("epilogue.end")
+    b.branch(loop)
+    b.position_at_end(loop)
+    r = b.phi(I64, "r")
+    for v in range(nv):
+        ty = ir.VectorType(F32, lanes[v])
+        at = offset(b, (r, nv * width), v * width)
+        value = b.load(gep(b, park, at), typ=ty, align=4)
+        final = dst.epilogue(b, value, add_nuw(b, dst.row, r), add_nuw(b, dst.col, i64(v * width)))
+        b.store(final, gep(b, dst.c, offset(b, (r, dst.ldc), v * width)), align=4)
+    r_next = add_nuw(b, r, i64(1))
+    b.cbranch(b.icmp_unsigned("<", r_next, i64(rows)), loop, done)
+    r.add_incoming(i64(0), pre)
+    r.add_incoming(r_next, b.block)
+    b.position_at_end(done)
 
 
 def _piece_ptr(b: ir.IRBuilder, dst: TileTarget, r: int, v: int, width: int) -> ir.Value:
