@@ -43,6 +43,7 @@ class Attn:
     mask_first: bool = False
     divide: bool = False
     batch: bool = True
+    select: bool = False  # Keras 3's mask: select(mask != 0, scores, -2.37e38)
 
     def text(self) -> str:
         return self._batched() if self.batch else self._single()
@@ -73,6 +74,15 @@ class Attn:
         if not self.mask:
             return f"""{scale}
   x = f32[{shape}] multiply(sc, cb)"""
+        if self.select:
+            return f"""{scale}
+  mk = f32[{mask_shape}] parameter(4)
+  mp = pred[{mask_shape}] convert(mk)
+  mpb = pred[{shape}] broadcast(mp), dimensions={{{mask_dims}}}
+  y = f32[{shape}] multiply(sc, cb)
+  fill = f32[] constant(-2.372671e+38)
+  fb = f32[{shape}] broadcast(fill), dimensions={{}}
+  x = f32[{shape}] select(mpb, y, fb)"""
         mask = f"""mk = f32[{mask_shape}] parameter(4)
   mkb = f32[{shape}] broadcast(mk), dimensions={{{mask_dims}}}"""
         if self.mask_first:
@@ -136,9 +146,13 @@ ENTRY main {{
         arrays = [RNG.standard_normal(x).astype(np.float32) for x in dims]
         if self.mask:
             shape = (b, s, t) if self.batch else (t,)
-            m = np.where(RNG.random(shape) < 0.3, -np.inf, 0).astype(np.float32)
+            masked = RNG.random(shape) < 0.3
             if self.batch:
-                m[0, 1, :] = -np.inf  # a fully masked row: nan, as in the evaluator
+                masked[0, 1, :] = True  # a fully masked row: nan, as in the evaluator
+            if self.select:
+                m = np.where(masked, 0, 1).astype(np.float32)  # fully masked: uniform weights
+            else:
+                m = np.where(masked, -np.inf, 0).astype(np.float32)
             arrays.append(m)
         if special:
             arrays[0].reshape(-1)[3] = np.nan
@@ -186,6 +200,9 @@ CASES = [
     Attn(s=5, t=33, d=8, e=17, batch=False, mask=True, mask_first=True),
     Attn(b=2, h=5, s=17, t=24, d=16, e=48, mask=True, mask_first=True),
     Attn(b=2, h=2, s=8, t=32, d=8, e=16, mask=True),  # the mask read a vector at a time
+    Attn(b=2, h=3, s=16, t=16, d=8, e=8, mask=True, select=True),
+    Attn(b=1, h=2, s=5, t=90, d=8, e=12, mask=True, select=True, divide=True),
+    Attn(s=6, t=21, d=4, e=3, batch=False, mask=True, select=True),
 ]
 
 
@@ -241,11 +258,15 @@ def test_the_plan_is_kcustom_and_survives_printing() -> None:
     plan = recorded_plan(fusion)
     assert plan is not None and plan.kind is FusionKind.CUSTOM and plan.attention is not None
     (first,) = attention_fusions(module)
-    assert (plan.attention.q, plan.attention.mask, plan.attention.out) == (
-        first.q,
-        first.mask,
-        first.out,
+    got, want = plan.attention, first
+    assert (got.q, got.k, got.v, got.out, got.divide) == (
+        want.q,
+        want.k,
+        want.v,
+        want.out,
+        want.divide,
     )
+    assert got.scores.opcode is want.scores.opcode is Opcode.ADD  # the mask's add
 
 
 def test_views_regroup_and_slice_like_numpy() -> None:

@@ -1,12 +1,14 @@
-"""Attention in one kernel: which fused computations are ``softmax(scale * Q K^T + mask) V``.
+"""Attention in one kernel: which fused computations are ``softmax(f(Q K^T)) V``.
 
 ``plan_attention`` accepts a fused computation (made by ``aotc/passes/attention.py``, or read
-from HLO text) whose root is data movement of ``dot(P, V)``; ``P`` is data movement of a
-softmax over the last dimension of ``dot(Q, K)`` multiplied by a scalar constant and/or plus a
-mask (in either order); ``Q``, ``K``, ``V`` and the mask are parameters moved by reshapes,
-transposes, slices and broadcasts, plus other such terms (a bias added per head). Every
-operand is then a sum of strided *terms* over (batch, row, column): the kernel
-(``aotc/codegen/kernels/attention.py``) reads the heads where the Q/K/V GEMM wrote them and
+from HLO text) whose root is data movement of ``dot(P, V)``; ``P`` is reshapes of a softmax
+over the last dimension of ``x = f(s)``, ``s`` reshapes of ``dot(Q, K)`` and ``f`` any
+elementwise ops of it and of parameters (a scale, a mask added, Keras' ``select(mask, s,
+-big)``; the kernel computes them with the fused emitter's vector generators, in the
+fusion's own order). ``Q``, ``K`` and ``V`` are parameters moved by reshapes, transposes,
+slices and broadcasts, plus other such terms (a bias added per head): each is a sum of
+strided *terms* over (batch, row, column), so the kernel
+(``aotc/codegen/kernels/attention.py``) reads the heads where the Q/K/V GEMM left them and
 writes its rows where the output projection reads them, with no transpose kernels between.
 The softmax is ``exp(x - max) * (1 / sum)`` or ``exp(x - max) / sum``, as the evaluator
 computes it; each (batch, head) is computed whole by one thread.
@@ -20,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from aotc.hlo.ir import Computation, Dimensions, DotDims, Instruction, Opcode, SliceAttrs
 from aotc.hlo.ir import parameter_number as _number
+from aotc.hlo.opcodes import DATA_MOVEMENT, ELEMENTWISE
 from aotc.hlo.shape import PrimitiveType
 from aotc.hlo.views import Atom, View
 
@@ -28,6 +31,10 @@ _MOVES = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOS
                     Opcode.BROADCAST))  # fmt: skip
 #: Data movement that keeps every element (the output and P chains).
 _BIJECTIONS = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOSE))
+#: What the scores' elementwise ops may read besides the score dot: elemental ops (the
+#: fused emitter's vector generators compute them), at most this many.
+_ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT, Opcode.PARAMETER}
+_MAX_SCORE_OPS = 64
 #: At most this many terms per operand (a bias or two); sums of more are left to other kernels.
 MAX_TERMS = 4
 #: The kernel keeps one head (Q, K, V and a panel of score rows) in scratch: up to 4 MiB.
@@ -49,9 +56,10 @@ class Term:
 
 @dataclass(frozen=True)
 class AttentionPlan:
-    """``out[g, i, e] = sum_t softmax_t(scores[g, i, t]) v[g, t, e]`` with ``scores = scale *
-    sum_d q[g, i, d] k[g, t, d]`` plus the mask; each of q [g, i, d], k [g, t, d], v [g, t, e],
-    mask [g, i, t] a sum of terms."""
+    """``out[g, i, e] = sum_t softmax_t(x[g, i, t]) v[g, t, e]``, x computed by the fused
+    computation's elementwise ops (a scale, a mask added or selected) from ``s[g, i, t] =
+    sum_d q[g, i, d] k[g, t, d]``; each of q [g, i, d], k [g, t, d], v [g, t, e] a sum of
+    terms."""
 
     batch: int
     rows: int
@@ -61,15 +69,19 @@ class AttentionPlan:
     q: tuple[Term, ...]
     k: tuple[Term, ...]
     v: tuple[Term, ...]
-    mask: tuple[Term, ...]
     out: Term
-    scale: float | None
-    mask_first: bool  # (s + mask) * scale rather than s * scale + mask
     divide: bool  # exp / sum rather than exp * (1 / sum)
     dots: tuple[Instruction, Instruction]
+    scores: Instruction  # the softmax's input x, elementwise in the read of the score dot
+    score_read: Instruction  # (reshapes of) the score dot in x's shape, as x's ops read it
+
+    def named(self) -> tuple[Instruction, ...]:
+        return (*self.dots, self.scores, self.score_read)
 
     def remapped(self, copies: Mapping[int, Instruction]) -> AttentionPlan:
-        return replace(self, dots=(copies[id(self.dots[0])], copies[id(self.dots[1])]))
+        dots = (copies[id(self.dots[0])], copies[id(self.dots[1])])
+        return replace(self, dots=dots, scores=copies[id(self.scores)],
+                       score_read=copies[id(self.score_read)])  # fmt: skip
 
 
 def plan_attention(comp: Computation) -> AttentionPlan | None:
@@ -83,24 +95,17 @@ def plan_attention(comp: Computation) -> AttentionPlan | None:
     if parts is None:
         return None
     x, divide = parts
-    chain = _scores(x)
-    if chain is None:
+    read = _score_read(x)
+    if read is None:
         return None
-    dot1, scale, mask, mask_first = chain
-    return _assemble(dot1, dot2, dims2, out, scale, mask, mask_first, divide)
+    return _assemble(read, x, dot2, dims2, out, divide)
 
 
 def _assemble(
-    dot1: Instruction,
-    dot2: Instruction,
-    dims2: DotDims,
-    out: View,
-    scale: float | None,
-    mask: tuple[Instruction, ...],
-    mask_first: bool,
-    divide: bool,
+    read: Instruction, x: Instruction, dot2: Instruction, dims2: DotDims, out: View, divide: bool
 ) -> AttentionPlan | None:
-    if not _f32(dot1):
+    dot1 = _below(read, _BIJECTIONS - {Opcode.TRANSPOSE})
+    if not _f32(dot1) or x.array_shape.dims[-1] != dot1.array_shape.dims[-1]:
         return None
     dims1 = dot1.attrs_as(DotDims)
     s_dims = dot1.array_shape.dims
@@ -114,8 +119,7 @@ def _assemble(
     k = _operand(dot1.operands[1], dims1.rhs_batch, dims1.rhs_contracting)
     v = _operand(dot2.operands[1], dims2.rhs_batch, dims2.rhs_contracting, swap=True)
     out_term = _flat(-1, out, tuple(range(nb)), nb, nb + 1)
-    masks = _mask_terms(mask, s_dims, nb)
-    if q is None or k is None or v is None or out_term is None or masks is None:
+    if q is None or k is None or v is None or out_term is None:
         return None
     batch, rows, keys = math.prod(s_dims[:nb]), s_dims[nb], s_dims[nb + 1]
     depth = dot1.operands[0].array_shape.dims[dims1.lhs_contracting[0]]
@@ -123,8 +127,8 @@ def _assemble(
     head = rows * depth + depth * keys + keys * width + 8 * keys
     if min(batch, rows, keys, depth, width) == 0 or head > MAX_HEAD_FLOATS:
         return None
-    return AttentionPlan(batch, rows, keys, depth, width, q, k, v, masks, out_term, scale,
-                         mask_first, divide, (dot1, dot2))  # fmt: skip
+    return AttentionPlan(batch, rows, keys, depth, width, q, k, v, out_term, divide,
+                         (dot1, dot2), x, read)  # fmt: skip
 
 
 def _f32(inst: Instruction) -> bool:
@@ -225,47 +229,39 @@ def _splat(inst: Instruction) -> float | None:
     return float(inst.literal.reshape(-1)[0])
 
 
-def _scores(
-    x: Instruction,
-) -> tuple[Instruction, float | None, tuple[Instruction, ...], bool] | None:
-    """(dot(Q, K), scale, mask operand, mask first) for x = reshapes of the dot scaled by a
-    scalar and/or plus a mask."""
-    scale: float | None = None
-    mask: tuple[Instruction, ...] = ()
-    mask_first = False
-    inst = x
-    for _ in range(8):  # reshapes, one scale and one mask at most: a short chain
-        inst = _below(inst, _BIJECTIONS - {Opcode.TRANSPOSE})
-        if inst.opcode is Opcode.DOT:
-            return inst, scale, mask, mask_first
-        if inst.opcode not in (Opcode.MULTIPLY, Opcode.ADD) or not _f32(inst):
-            return None
-        a, b = inst.operands
-        if inst.opcode is Opcode.MULTIPLY and scale is None:
-            a, b = (a, b) if _splat(b) is not None else (b, a)
-            scale = _splat(b)
-            if scale is None:
+def _score_read(x: Instruction) -> Instruction | None:
+    """The one read of the score dot under ``x`` (reshapes of it, in x's shape) when x is
+    elementwise in it: every op on a path from x down to it elementwise on x's shape (a
+    scale, a mask added, a select of masked positions), the rest elemental ops of parameters
+    and constants (a mask broadcast over the heads). None otherwise."""
+    dims = x.array_shape.dims
+    reads: list[Instruction] = []
+    on_path: set[int] = set()
+    seen: set[int] = set()
+    stack = [(x, False)]
+    while stack:
+        inst, expanded = stack.pop()
+        if id(inst) in seen and not expanded:
+            continue
+        if _below(inst, _BIJECTIONS - {Opcode.TRANSPOSE}).opcode is Opcode.DOT:
+            if inst.array_shape.dims != dims or not _f32(inst):
                 return None
-        elif inst.opcode is Opcode.ADD and not mask:
-            a, b = (a, b) if _reaches_dot(a) else (b, a)
-            mask, mask_first = (b,), scale is not None  # walking down: a scale above
-        else:
+            seen.add(id(inst))
+            reads.append(inst)
+            on_path.add(id(inst))
+            continue
+        if inst.opcode not in _ELEMENTAL or len(seen) > _MAX_SCORE_OPS:
             return None
-        inst = a
-    return None
-
-
-def _reaches_dot(inst: Instruction) -> bool:
-    """Whether ``inst`` is (reshapes, scalings of) a dot: the scores side of an add."""
-    for _ in range(8):
-        inst = _below(inst, _BIJECTIONS - {Opcode.TRANSPOSE})
-        if inst.opcode is Opcode.DOT:
-            return True
-        if inst.opcode is not Opcode.MULTIPLY:
-            return False
-        a, b = inst.operands
-        inst = a if _splat(b) is not None else b
-    return False
+        if not expanded:
+            seen.add(id(inst))
+            stack.append((inst, True))
+            stack.extend((op, False) for op in inst.operands if id(op) not in seen)
+            continue
+        if any(id(op) in on_path for op in inst.operands):
+            if inst.opcode not in ELEMENTWISE or inst.array_shape.dims != dims:
+                return None
+            on_path.add(id(inst))
+    return reads[0] if len(reads) == 1 and id(x) in on_path else None
 
 
 # ---- operands as terms ------------------------------------------------------------------------
@@ -288,22 +284,6 @@ def _operand(
     if terms is None:
         return None
     flat = [_flat(p, view, batch, row, col) for p, view in terms]
-    return tuple(t for t in flat if t is not None) if None not in flat else None
-
-
-def _mask_terms(
-    mask: tuple[Instruction, ...], s_dims: tuple[int, ...], nb: int
-) -> tuple[Term, ...] | None:
-    if not mask:
-        return ()
-    terms = _terms(mask[0])
-    if terms is None:
-        return None
-    batch = tuple(range(nb))
-    flat = []
-    for p, view in terms:
-        reshaped = view.reshape(s_dims)
-        flat.append(None if reshaped is None else _flat(p, reshaped, batch, nb, nb + 1))
     return tuple(t for t in flat if t is not None) if None not in flat else None
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from aotc.codegen import mathlib
-from aotc.codegen.irtypes import F32, I64, add_nuw, i64, mul_nuw
+from aotc.codegen.irtypes import F32, add_nuw, i64, mul_nuw
 from aotc.codegen.kernels.base import KernelIO
 from aotc.codegen.kernels.gemm_tile import StepFn, gep, k_loop, resize, splat
 from aotc.codegen.loops import entry_alloca, for_range
@@ -78,19 +78,28 @@ class _Ctx:
     kp: ir.Value
     vp: ir.Value
     pp: ir.Value
+    scores: ScoreFn
 
     @property
     def vec(self) -> ir.VectorType:
         return ir.VectorType(F32, self.lay.width)
 
 
-def emit_attention_kernel(b: ir.IRBuilder, io: KernelIO, plan: AttentionPlan) -> None:
-    """Emit the kernel of an attention fusion (see the module docstring)."""
+#: (builder, score vector, index in the softmax input's shape) -> that input's vector.
+ScoreFn = Callable[[ir.IRBuilder, ir.Value, Sequence[ir.Value]], ir.Value]
+
+
+def emit_attention_kernel(
+    b: ir.IRBuilder, io: KernelIO, plan: AttentionPlan, scores: ScoreFn
+) -> None:
+    """Emit the kernel of an attention fusion (see the module docstring); ``scores`` computes
+    the fusion's elementwise ops between the score dot and the softmax on vectors."""
     if io.scratch is None:
         raise CodegenError(f"fusion %{io.inst.name}: attention needs scratch")
     lay = _Layout.of(plan, io.vector)
     q, k, v, p, _ = lay.offsets(plan)
-    ctx = _Ctx(b, plan, lay, io, *(gep(b, io.scratch, o) for o in (q, k, v, p)))
+    qp, kp, vp, pp = (gep(b, io.scratch, o) for o in (q, k, v, p))
+    ctx = _Ctx(b, plan, lay, io, qp, kp, vp, pp, scores)
     _zero_padding(ctx)
     lo, hi = io.split.claim(plan.batch) if io.split is not None else (i64(0), i64(plan.batch))
     with for_range(b, hi, "g", lo) as g:
@@ -289,11 +298,13 @@ def _softmax_in_registers(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int, nv: i
     for r in range(rows):
         for v in range(nv):
             b.store(accs[r][v], gep(b, ctx.pp, r * lay.keys_padded + v * w), align=4)
-    masks = [(_base(ctx, t, g), t) for t in plan.mask]
     with for_range(b, rows, "row") as r:
         row = gep(b, ctx.pp, mul_nuw(b, r, i64(lay.keys_padded)))
-        i = add_nuw(b, i0, r)
-        xs = [_scored(ctx, masks, i, i64(v), _load_vec(b, row, i64(v * w), w)) for v in range(nv)]
+        prefix = _row_index(ctx, g, add_nuw(b, i0, r))
+        xs = [
+            _scored(ctx, prefix, v * w, _load_vec(b, row, i64(v * w), w), min(w, plan.keys - v * w))
+            for v in range(nv)
+        ]
         top = splat(b, _across(b, "max", _folded(b, "max", xs)), w)
         es = [mathlib.call("exp", b, b.fsub(x, top)) for x in xs]
         total = _across(b, "add", _folded(b, "add", es))
@@ -357,12 +368,16 @@ def _softmax_row(ctx: _Ctx, g: ir.Value, i0: ir.Value, r: ir.Value) -> None:
     b, plan, lay = ctx.b, ctx.plan, ctx.lay
     w, vectors = lay.width, lay.keys_padded // lay.width
     row = gep(b, ctx.pp, mul_nuw(b, r, i64(lay.keys_padded)))
-    i = add_nuw(b, i0, r)
-    masks = [(_base(ctx, t, g), t) for t in plan.mask]
-    top = _fold_row(ctx, row, vectors, lambda j, x: _scored(ctx, masks, i, j, x), "max")
+    prefix = _row_index(ctx, g, add_nuw(b, i0, r))
+    tail = plan.keys % w
+
+    def scored(col: ir.Value | int, x: ir.Value) -> ir.Value:
+        return _scored(ctx, prefix, col, x, tail if isinstance(col, int) else w)
+
+    top = _fold_row(ctx, row, vectors, scored, "max", tail)
     top_v = splat(b, top, w)
     total = _fold_row(
-        ctx, row, vectors, lambda j, x: mathlib.call("exp", b, b.fsub(x, top_v)), "add"
+        ctx, row, vectors, lambda _, x: mathlib.call("exp", b, b.fsub(x, top_v)), "add"
     )
     total_v = splat(b, total, w)
     if plan.divide:
@@ -372,20 +387,28 @@ def _softmax_row(ctx: _Ctx, g: ir.Value, i0: ir.Value, r: ir.Value) -> None:
         _map_row(ctx, row, vectors, lambda x: b.fmul(x, inverse))
 
 
-RowFn = Callable[[ir.Value, ir.Value], ir.Value]
+RowFn = Callable[[ir.Value | int, ir.Value], ir.Value]
 
 
-def _fold_row(ctx: _Ctx, row: ir.Value, vectors: int, f: RowFn, op: str) -> ir.Value:
-    """Replace each vector x (number j) of a score row by ``f(j, x)`` and fold those by ``op``
-    ("max" from -inf, "add" from 0) lanewise, then across the lanes."""
+def _fold_row(ctx: _Ctx, row: ir.Value, vectors: int, f: RowFn, op: str, tail: int = 0) -> ir.Value:
+    """Replace each vector x of a score row (at column col) by ``f(col, x)`` and fold those by
+    ``op`` ("max" from -inf, "add" from 0) lanewise, then across the lanes. With a ``tail``,
+    the last vector is done apart, its column an int (only its first ``tail`` lanes are
+    keys)."""
     b, w = ctx.b, ctx.lay.width
     slot = entry_alloca(b, ctx.vec, "fold")
     b.store(splat(b, ir.Constant(F32, -math.inf if op == "max" else 0.0), w), slot)
-    with for_range(b, vectors, "j") as j:
-        at = mul_nuw(b, j, i64(w))
-        y = f(j, _load_vec(b, row, at, w))
+
+    def one(col: ir.Value | int) -> None:
+        at = i64(col) if isinstance(col, int) else col
+        y = f(col, _load_vec(b, row, at, w))
         b.store(y, gep(b, row, at), align=4)
         b.store(_combine(b, op, b.load(slot, typ=ctx.vec), y), slot)
+
+    with for_range(b, vectors - (1 if tail else 0), "j") as j:
+        one(mul_nuw(b, j, i64(w)))
+    if tail:
+        one((vectors - 1) * w)
     return _across(b, op, b.load(slot, typ=ctx.vec))
 
 
@@ -394,14 +417,10 @@ def _across(b: ir.IRBuilder, op: str, vec: ir.Value) -> ir.Value:
     n = vec.type.count
     while n > 1:
         n //= 2
-        lo = b.shuffle_vector(vec, vec, _lanes(range(n)))
-        hi = b.shuffle_vector(vec, vec, _lanes(range(n, 2 * n)))
+        lo = b.shuffle_vector(vec, vec, _lanes_of(list(range(n))))
+        hi = b.shuffle_vector(vec, vec, _lanes_of(list(range(n, 2 * n))))
         vec = _combine(b, op, lo, hi)
     return b.extract_element(vec, i64(0))
-
-
-def _lanes(lanes: range) -> ir.Constant:
-    return ir.Constant(ir.VectorType(ir.IntType(32), len(lanes)), list(lanes))
 
 
 def _combine(b: ir.IRBuilder, op: str, acc: ir.Value, x: ir.Value) -> ir.Value:
@@ -417,50 +436,31 @@ def _map_row(ctx: _Ctx, row: ir.Value, vectors: int, f: Callable[[ir.Value], ir.
         b.store(f(_load_vec(b, row, at, w)), gep(b, row, at), align=4)
 
 
-def _scored(ctx: _Ctx, masks: list[tuple[ir.Value, Term]], i: ir.Value, j: ir.Value,
-            x: ir.Value) -> ir.Value:  # fmt: skip
-    """Vector j of score row i scaled and masked in the fusion's order; lanes past T -inf."""
-    b, plan, w = ctx.b, ctx.plan, ctx.lay.width
-    scale = None if plan.scale is None else splat(b, ir.Constant(F32, plan.scale), w)
-    mask = _mask_vector(ctx, masks, i, j) if masks else None
-    if mask is not None and plan.mask_first:
-        x = b.fadd(x, mask)
-    if scale is not None:
-        x = b.fmul(x, scale)
-    if mask is not None and not plan.mask_first:
-        x = b.fadd(x, mask)
-    if plan.keys % w == 0:
-        return x
-    lanes = ir.Constant(ir.VectorType(I64, w), list(range(w)))
-    cols = b.add(_splat_i64(b, mul_nuw(b, j, i64(w)), w), lanes)
-    keep = b.icmp_unsigned("<", cols, _splat_i64(b, i64(plan.keys), w))
-    return b.select(keep, x, splat(b, ir.Constant(F32, -math.inf), w))
+def _row_index(ctx: _Ctx, g: ir.Value, i: ir.Value) -> list[ir.Value]:
+    """The index of score row (g, i) in the softmax input's shape, less its last dimension
+    (row-major: the row is number g * S + i)."""
+    b = ctx.b
+    flat = add_nuw(b, mul_nuw(b, g, i64(ctx.plan.rows)), i)
+    dims = ctx.plan.scores.array_shape.dims[:-1]
+    index: list[ir.Value] = []
+    for size in reversed(dims):
+        index.append(b.urem(flat, i64(size)) if size > 1 else i64(0))
+        flat = b.udiv(flat, i64(size)) if size > 1 else flat
+    return index[::-1]
 
 
-def _splat_i64(b: ir.IRBuilder, value: ir.Value, width: int) -> ir.Value:
-    ty = ir.VectorType(I64, width)
-    one = b.insert_element(ir.Constant(ty, None), value, i64(0))
-    return b.shuffle_vector(
-        one, ir.Constant(ty, None), ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width)
-    )
-
-
-def _mask_vector(
-    ctx: _Ctx, masks: list[tuple[ir.Value, Term]], i: ir.Value, j: ir.Value
+def _scored(
+    ctx: _Ctx, prefix: list[ir.Value], col: ir.Value | int, x: ir.Value, lanes: int
 ) -> ir.Value:
-    """The mask's lanes of vector j of row i: a vector per term where every term is
-    contiguous or broadcast along the keys and T is whole vectors, else lane by lane (only
-    columns below T are read)."""
-    b, plan, w = ctx.b, ctx.plan, ctx.lay.width
-    if plan.keys % w == 0 and all(t.col_stride in (0, 1) for _, t in masks):
-        return _sum_vector(ctx, masks, i, mul_nuw(b, j, i64(w)))
-    vec: ir.Value = ir.Constant(ctx.vec, [0.0] * w)
-    for lane in range(w):
-        col = add_nuw(b, mul_nuw(b, j, i64(w)), i64(lane))
-        inside = b.icmp_unsigned("<", col, i64(plan.keys))
-        safe = b.select(inside, col, i64(0))
-        vec = b.insert_element(vec, _sum_at(ctx, masks, i, safe), i64(lane))
-    return vec
+    """The softmax input at columns col.. of a score row (index ``prefix``) from the scores
+    ``x``: the fusion's elementwise ops on the first ``lanes`` lanes, -inf past T."""
+    b, w = ctx.b, ctx.lay.width
+    at = i64(col) if isinstance(col, int) else col
+    value = ctx.scores(b, resize(b, x, lanes), [*prefix, at])
+    if lanes == w:
+        return value
+    ninf = ir.Constant(value.type, [-math.inf] * lanes)
+    return b.shuffle_vector(value, ninf, _lanes_of([min(k, lanes) for k in range(w)]))
 
 
 def _values(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int) -> None:

@@ -57,7 +57,7 @@ from aotc.codegen.kernels.elemental import (
     make_generator,
     reads_along_last,
 )
-from aotc.codegen.kernels.elemental_vector import Memo, vector_generators
+from aotc.codegen.kernels.elemental_vector import Memo, VectorGenerator, vector_generators
 from aotc.codegen.kernels.reduce import emit_reduce_kernel, fold_loop
 from aotc.codegen.loops import entry_alloca, loop_nest
 from aotc.codegen.vector import VectorInfo
@@ -76,7 +76,9 @@ def emit_fusion_kernel(b: ir.IRBuilder, io: KernelIO) -> None:
     """Emit the loops of a ``fusion`` instruction (see the module docstring)."""
     comp, plan = io.inst.called[0], _plan(io.inst)
     if plan.attention is not None:
-        emit_attention_kernel(b, io, plan.attention)
+        attention = plan.attention
+        scores = _vector_map(io.inst, _buffers(io), attention.score_read, attention.scores)
+        emit_attention_kernel(b, io, attention, scores)
     elif plan.kind is FusionKind.OUTPUT:
         dot = _contraction(plan)
         producer = _nested_producer(io.inst)
@@ -450,31 +452,61 @@ def _emit_scaled_conv(
 def _epilogue(fusion: Instruction, b: ir.IRBuilder, pointers: list[ir.Value]) -> VectorEpilogue:
     """The fused computation around the dot on vectors, reading the fusion's operands at
     ``pointers``; instructions without a vector form run lane by lane on element generators."""
-    comp, dot = fusion.called[0], _contraction(_plan(fusion))
+    return _vector_map(fusion, pointers, _contraction(_plan(fusion)), fusion.called[0].root)
+
+
+def _vector_map(
+    fusion: Instruction, pointers: list[ir.Value], source: Instruction, target: Instruction
+) -> VectorEpilogue:
+    """``target`` on vectors, given ``source``'s vector at the same index (reading the other
+    operands at ``pointers``). Other dots and reduces of the computation must not be read on
+    the way (the plan checked): their generators fail if called."""
+    comp = fusion.called[0]
     operands = list(zip(fusion.operands, pointers, strict=True))
     readers = [operand_reader(op, p) for op, p in operands]
     vectors: Cells = {}
     lane = [0]  # the lane the element generators compute when an instruction falls back
 
-    def dot_lane(b: ir.IRBuilder, index: Sequence[ir.Value]) -> ir.Value:
-        return b.extract_element(vectors[id(dot)], i64(lane[0]))  # only where it is read
+    def source_lane(b: ir.IRBuilder, index: Sequence[ir.Value]) -> ir.Value:
+        return b.extract_element(vectors[id(source)], i64(lane[0]))  # only where it is read
 
     def before_lane(b: ir.IRBuilder, number: int) -> None:
         lane[0] = number
 
-    scalars = _generators(comp, readers, {id(dot): dot_lane}, memoized=False)  # lane state
+    opaque = [i for i in comp.instructions if i.opcode in _NO_ELEMENTS and i is not source]
+    scalars = _generators(
+        comp,
+        readers,
+        {**{id(i): _unreadable for i in opaque}, id(source): source_lane},
+        memoized=False,
+    )  # lane state
     memo: Memo = {}
 
     params = [operand_vector_reader(op, p) for op, p in operands]
-    special = {id(dot): lambda b, index, width: vectors[id(dot)]}
+    special: dict[int, VectorGenerator] = {id(i): _unreadable for i in opaque}
+    special[id(source)] = lambda b, index, width: vectors[id(source)]
     gens = vector_generators(comp, params, scalars, special, before_lane, memo)
 
     def apply(b: ir.IRBuilder, values: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
-        vectors[id(dot)] = values
+        vectors[id(source)] = values
         memo.clear()
-        return gens[id(comp.root)](b, index, values.type.count)
+        return gens[id(target)](b, index, values.type.count)
 
     return apply
+
+
+_NO_ELEMENTS = (Opcode.DOT, Opcode.REDUCE, Opcode.CONVOLUTION)
+
+
+def _unreadable(*_: object) -> ir.Value:
+    raise AssertionError("a vector map read a dot or reduce its plan keeps out")
+
+
+def _buffers(io: KernelIO) -> list[ir.Value]:
+    pointers = [p for p in io.pointers if p is not None]
+    if len(pointers) != len(io.inst.operands):
+        raise CodegenError(f"fusion %{io.inst.name}: attention operands must be buffers")
+    return pointers
 
 
 def _cell_reader(cells: Cells, inst: Instruction) -> ElementGenerator:

@@ -49,7 +49,12 @@ def operand_dtype(inst: Instruction, i: int = 0) -> PrimitiveType:
 
 
 def _const_like(value: ir.Value, number: float | int) -> ir.Constant:
-    return scalar_constant(value.type, number)
+    """``number`` in ``value``'s type, splat when it is a vector (the vector generators run
+    these ops on whole vectors)."""
+    ty = value.type
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [scalar_constant(ty.element, number).constant] * ty.count)
+    return scalar_constant(ty, number)
 
 
 def _by_kind(
