@@ -16,6 +16,7 @@ from codegen_testing import compile_entry
 from hlo_programs import REDUCERS
 from mt_harness import run_multicore, split_every_kernel
 
+from aotc.codegen import TargetSpec
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.fusion_plan import recorded_plan
 from aotc.hlo.ir import FusionKind, Module, Opcode
@@ -24,6 +25,7 @@ from aotc.hlo.views import View
 from aotc.passes import default_pipeline
 
 RNG = np.random.default_rng(15)
+X86_64 = "x86_64-unknown-linux-gnu"
 BATCHED_DOT = (
     "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"
 )
@@ -291,3 +293,19 @@ def test_views_regroup_and_slice_like_numpy() -> None:
     merged = View.row_major((4, 6)).transpose((1, 0)).reshape((24,))
     assert merged is not None and merged.simple(0) is None  # two atoms: no single stride
     assert View.row_major((4, 6)).transpose((1, 0)).reshape((8, 3)) is None
+
+
+@pytest.mark.parametrize("cpu", ["x86-64", "x86-64-v3"])
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3], CASES[9]], ids=str)
+def test_sse_and_avx2_levels_match_the_evaluator(case: Attn, cpu: str) -> None:
+    """4 and 8 lanes, 16 registers: other panel heights and column blocks, the row buffer
+    path for rows of more than two vectors."""
+    text = case.text()
+    inputs = case.inputs()
+    (want,) = evaluate(parse_module(text), inputs)
+    module = optimized(text)
+    assert attention_fusions(module)
+    model = compile_entry(module, "m", TargetSpec(X86_64, cpu))
+    typed, _ = run_compiled(model, inputs)
+    scale = float(np.nanmax(np.abs(want), initial=1.0))
+    np.testing.assert_allclose(typed[0], want, rtol=0, atol=3e-6 * scale)
