@@ -12,11 +12,14 @@ and through the JIT against the evaluator.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from codegen_testing import compile_entry, run_and_compare
 from hlo_programs import build, labels, same, window
+from mt_harness import run_multicore, split_every_kernel
 
 from aotc.codegen.kernels.conv import conv_fast_path
-from aotc.codegen.kernels.conv_depthwise import DepthwiseConv, depthwise_conv
+from aotc.codegen.kernels.conv_depthwise import DepthwiseConv, depthwise_conv, splits_channels
+from aotc.codegen.vector import AVX512
 from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.ir import ConvAttrs, FusionAttrs, FusionKind, Instruction, Module, Opcode, Window
@@ -140,3 +143,37 @@ def test_depthwise_conv_runs_the_fused_epilogue_in_registers() -> None:
     ir_text = run_and_compare(module, inputs, rtol=2e-5)
     assert ir_text.count("dwacc") > 0
     _compare_jit(module, inputs)
+
+
+# Few rows and many channels split by channel groups (a partial last group, batch 2, 5x5,
+# stride 2); many rows by rows.
+SPLIT_CASES = [
+    ((1, 7, 7, 200), 3, window(same(3), same(3))),
+    ((2, 6, 9, 128), 5, window(same(5), same(5))),
+    ((1, 14, 14, 144), 3, window((3, 2, 0, 1), (3, 2, 0, 1))),
+    ((1, 20, 6, 160), 3, window(same(3), same(3))),
+]
+
+
+def test_split_depthwise_convs_match_on_every_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each output element is computed by one task, in the serial order: every pool size
+    gives the single-threaded run's bits, by channel groups or by rows."""
+    split_every_kernel(monkeypatch)
+
+    def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
+        return [
+            _depthwise(b, x, _kernel(b, size, dims[3]), win)
+            for (dims, size, win), x in zip(SPLIT_CASES, ps, strict=True)
+        ]
+
+    shapes = [f32(*x) for x, _, _ in SPLIT_CASES]
+    module = build(shapes, body)
+    specs = [depthwise_conv(c) for c in module.entry.root.operands]
+    assert [splits_channels(s, AVX512) for s in specs if s is not None] == [True] * 3 + [False]
+    inputs = [weights(*s.dims) for s in shapes]
+    reference, pooled = run_multicore(compile_entry(module, "m"), inputs, (1, 2, 3))
+    for want, got in zip(evaluate(module, inputs), reference, strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * float(np.max(np.abs(want))))
+    for threads, results in pooled.items():
+        for k, (got, want) in enumerate(zip(results, reference, strict=True)):
+            assert got.tobytes() == want.tobytes(), f"result {k}, pool of {threads}"

@@ -4,7 +4,7 @@ EfficientNet multiplies each block's depthwise output by per-channel factors (gl
 two small dense layers -> sigmoid) before the 1x1 projection. The fusion pass takes the
 multiply and its broadcast into the projection's output fusion; the row-tiled kernel then
 scales its packed weights once per call (``conv(x * s, W) = conv(x, s * W)``) where no tap
-reads padding, and other kernels (padding, 1x1 weights above the row kernel's limit) store
+reads padding and its weights take at most 1 MiB, and other kernels (padding, larger weights) store
 the scaled input to scratch first. Each case is compiled, run from C (both entry points and
 pools of 2 and 3 threads) and compared with the evaluator, NaN and infinities included.
 """
@@ -58,13 +58,14 @@ def _scaled_conv(
 
 
 def _body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
-    x1, s1, x2, s2, residual, x3, x4, s4 = ps
+    x1, s1, x2, s2, residual, x3, x4, s4, x5, s5 = ps
     same3, one = ConvAttrs(window(same(3), same(3)), NHWC), ConvAttrs(ONE, NHWC)
     return [
         _scaled_conv(b, x1, b.unary(Opcode.LOGISTIC, s1), weights(1, 1, 24, 40), one),
         _scaled_conv(b, x2, s2, weights(1, 1, 20, 16), one, residual),
         _scaled_conv(b, x3, s2, weights(3, 3, 20, 24), same3),  # padding: the input to scratch
-        _scaled_conv(b, x4, s4, weights(1, 1, 640, 520), one),  # a GEMM
+        _scaled_conv(b, x4, s4, weights(1, 1, 640, 520), one),  # 1.3 MB: the input to scratch
+        _scaled_conv(b, x5, s5, weights(1, 1, 1040, 520), one),  # a GEMM
     ]  # fmt: skip
 
 
@@ -74,6 +75,7 @@ SHAPES = [
     f32(2, 7, 11, 16),  # the residual
     f32(1, 6, 7, 20),
     f32(1, 4, 5, 640), f32(1, 1, 1, 640),
+    f32(1, 3, 4, 1040), f32(1, 1, 1, 1040),
 ]  # fmt: skip
 
 
@@ -105,7 +107,7 @@ def _inputs(shapes: list[Shape]) -> list[np.ndarray]:
 
 def test_scaled_inputs_match_the_evaluator(split_everything: None) -> None:
     module = _fused(SHAPES, _body)
-    assert len(_scaled(module)) == 4
+    assert len(_scaled(module)) == 5
     fusions = [i for i in module.entry.instructions if i.opcode is Opcode.FUSION]
     assert not [f for f in fusions if f.called[0].root.opcode is Opcode.MULTIPLY]
     inputs = _inputs(SHAPES)

@@ -146,6 +146,10 @@ def test_worth_tasks_weighs_arithmetic_and_bytes() -> None:
     flops = int(1.5 * parallel.TASK_NS * parallel.FLOPS_PER_NS)  # a ResNet block's kernel
     assert parallel.worth_tasks(flops, 0) == 0
     assert parallel.worth_tasks(flops, 0, input_split=True) >= 2
+    # a squeeze-excite dense layer: 230 KB of weights the run streams from memory splits;
+    # the same bytes in the caches do not
+    assert parallel.worth_tasks(1000, 230_000, streamed_bytes=230_000) >= 2
+    assert parallel.worth_tasks(1000, 230_000) == 0
 
 
 def test_no_data_races_under_thread_sanitizer(split_everything: None) -> None:

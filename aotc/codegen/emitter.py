@@ -64,6 +64,7 @@ from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart, bu
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import Split, function_builder, leave_vector_loops_rolled
 from aotc.codegen.parallel import (
+    CACHED_CONSTANT_BYTES,
     KernelFunction,
     Pool,
     ScratchLayout,
@@ -487,7 +488,8 @@ def _call_kernel_part(
     scratch = assignment.scratch if kernel_scratch_bytes(inst, level.vector) > 0 else None
     extra = [scratch] if scratch is not None else []
     splits = entry.layout is not None and part is None
-    most_tasks = worth_tasks(kernel_flops(inst), touched, _input_split(entry, operands))
+    streamed = _streamed_bytes(operands, assignment)
+    most_tasks = worth_tasks(kernel_flops(inst), touched, _input_split(entry, operands), streamed)
 
     def body(
         b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], split: Split | None
@@ -525,6 +527,15 @@ def _input_split(entry: _Entry, operands: Sequence[Instruction]) -> bool:
     caches, where a split of this kernel finds it and a whole run would gather it."""
     largest = max(operands, key=byte_size, default=None)
     return largest is not None and largest.name in entry.split
+
+
+def _streamed_bytes(operands: Sequence[Instruction], assignment: BufferAssignment) -> int:
+    """The bytes of the kernel's constant operands where the program's constants are too many
+    to stay in a core's caches between runs (``parallel.CACHED_CONSTANT_BYTES``), else 0."""
+    total = sum(byte_size(c) for c in assignment.constants)
+    if total <= CACHED_CONSTANT_BYTES:
+        return 0
+    return sum(byte_size(op) for op in operands if op.opcode is Opcode.CONSTANT)
 
 
 def _operand_reader(operand: Instruction, ptr: ir.Value) -> ElementGenerator:

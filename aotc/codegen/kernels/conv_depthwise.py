@@ -101,10 +101,68 @@ def emit_depthwise_conv(
     call: GemmCall,
     epilogue: VectorEpilogueFactory | None = None,
 ) -> None:
-    """Compute the convolution into ``call.out`` (lhs: the input, rhs: the HWIO kernel)."""
+    """Compute the convolution into ``call.out`` (lhs: the input, rhs: the HWIO kernel).
+
+    Split over threads, the units are output rows or, for a few rows of many channels (7x7
+    and 14x14 layers, ``splits_channels``), output rows of one group of channels,
+    group-major: the threads' shares are even, and each reads the channels the feature split
+    of its producer (``conv_rows.by_features``) left in its cache.
+    """
+    if call.split is not None and splits_channels(spec, info):
+        _emit_by_channels(b, spec, info, call, epilogue)
+        return
     emit_row = depthwise_row_emitter(b, spec, info, call, epilogue)
     with loop_nest(b, [spec.batch, spec.out_hw[0]], "dw", call.split) as (n, oh):
         emit_row(b, n, oh)
+
+
+#: Output rows (times the batch) below which a split shares channels rather than rows.
+FEW_ROWS = 16
+#: Channel vectors per unit of a split by channels: each column's tap reads a few whole
+#: cache lines of the input.
+GROUP_VECTORS = 4
+
+
+def splits_channels(spec: DepthwiseConv, info: VectorInfo) -> bool:
+    """Whether threads share the convolution by groups of channels (see there)."""
+    rows = spec.batch * spec.out_hw[0]
+    return rows < FEW_ROWS and spec.channels >= 2 * GROUP_VECTORS * info.width
+
+
+def _emit_by_channels(
+    b: ir.IRBuilder,
+    spec: DepthwiseConv,
+    info: VectorInfo,
+    call: GemmCall,
+    epilogue: VectorEpilogueFactory | None,
+) -> None:
+    """The convolution in units of (channel group, output row), group-major, those of the
+    claimed range only."""
+    assert call.split is not None
+    apply = epilogue(b, list(call.extras)) if epilogue is not None else None
+    rows, group = spec.batch * spec.out_hw[0], GROUP_VECTORS * info.width
+    whole, tail = divmod(spec.channels, group)
+    lo, hi = call.split.claim((whole + (tail > 0)) * rows)
+    with for_range(b, hi, "dwu", lo) as unit:
+        g, rest = b.udiv(unit, i64(rows)), b.urem(unit, i64(rows))
+        n, oh = b.udiv(rest, i64(spec.out_hw[0])), b.urem(rest, i64(spec.out_hw[0]))
+        tile = _Tile(spec, info, call, apply, n, oh, None)
+        first = mul_nuw(b, g, i64(group))
+        if not tail:
+            _emit_row_channels(b, tile, (first, group))
+        else:
+            with b.if_else(b.icmp_unsigned("<", g, i64(whole))) as (full, last):
+                with full:
+                    _emit_row_channels(b, tile, (first, group))
+                with last:
+                    _emit_row_channels(b, tile, (i64(whole * group), tail))
+
+
+def _emit_row_channels(b: ir.IRBuilder, tile: _Tile, channels: tuple[ir.Value, int]) -> None:
+    """Output row ``tile.row`` for ``channels`` (first, static count) only."""
+    for region in tile.spec.regions():
+        columns = partial(_emit_columns, tile=tile, channels=channels)
+        emit_column_tiles(b, region, tile.spec.points(tile.info), columns)
 
 
 def depthwise_row_emitter(
@@ -127,16 +185,27 @@ def depthwise_row_emitter(
     return emit_row
 
 
-def _emit_columns(b: ir.IRBuilder, ow0: ir.Value, points: int, checked: bool, tile: _Tile) -> None:
-    """Every channel vector of ``points`` columns from ``ow0``: full vectors in a loop, then
-    one narrower vector for the remaining channels."""
+def _emit_columns(
+    b: ir.IRBuilder,
+    ow0: ir.Value,
+    points: int,
+    checked: bool,
+    tile: _Tile,
+    channels: tuple[ir.Value, int] | None = None,
+) -> None:
+    """Every channel vector (of ``channels``: first, static count; default all) of
+    ``points`` columns from ``ow0``: full vectors in a loop, then one narrower vector for the
+    remaining channels."""
     width = tile.info.width
-    full, rest = divmod(tile.spec.channels, width)
+    first, count = channels if channels is not None else (i64(0), tile.spec.channels)
+    full, rest = divmod(count, width)
     if full:
         with for_range(b, full, "dwc") as c:
-            _emit_tile(b, tile, (ow0, points), (mul_nuw(b, c, i64(width)), width), checked)
+            at = add_nuw(b, first, mul_nuw(b, c, i64(width)))
+            _emit_tile(b, tile, (ow0, points), (at, width), checked)
     if rest:
-        _emit_tile(b, tile, (ow0, points), (i64(full * width), rest), checked)
+        at = add_nuw(b, first, i64(full * width))
+        _emit_tile(b, tile, (ow0, points), (at, rest), checked)
 
 
 def _emit_tile(

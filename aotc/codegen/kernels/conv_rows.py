@@ -48,11 +48,16 @@ from aotc.hlo.ir import ConvAttrs, Instruction, Opcode
 
 # Output widths below which a row holds too few columns for a register tile.
 MIN_WIDTH = 4
-# 1x1 kernels with more weight bytes than this stay plain GEMMs, which stream the weights
-# once (here: once per output row). Measured on a loaded Intel AVX-512 machine, us, 1x1
-# GEMM / rows: 7x7 960->160 93/75, 14x14 384->64 70/49, 56x56 24->144 170/134, 28x28
-# 192->32 92/45, 7x7 320->1280 (1.6 MB) 213/233.
-POINTWISE_WEIGHTS_MAX = 1 << 20
+# 1x1 kernels with more weight bytes than this stay plain GEMMs. Measured on a loaded Intel
+# AVX-512 machine, us, 1x1 GEMM / rows: 7x7 960->160 93/75, 14x14 384->64 70/49, 56x56
+# 24->144 170/134, 28x28 192->32 92/45; looping over feature blocks outside the rows
+# (``by_features``: each block's weights read once) 7x7 960->320 (1.2 MB) 244/194,
+# 320->1280 (1.6 MB) 306/312.
+POINTWISE_WEIGHTS_MAX = 2 << 20
+# Weights above this are not scaled per call for an input scaled per feature (the fusion
+# stores the scaled input to scratch instead): EfficientNetB0's 7x7 1152->320 (1.5 MB of
+# weights, 225 KB of input) took 460 us scaling its weights, 325 us its input (same machine).
+SCALED_WEIGHTS_MAX = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -157,11 +162,11 @@ def emit_row_conv(
     """Compute the convolution into ``call.out`` (lhs: the input; the weights are packed),
     the input scaled per feature by the floats at ``scale`` if given.
 
-    Split over threads, the units are output rows, or (``splits_features``) output rows of
-    one block of ``nr`` features, block-major: each thread then reads (and scales) only its
-    blocks' weights, and a layer of a few rows (7x7) still splits evenly.
+    The loop runs over output rows or (``by_features``) over output rows of one block of
+    ``nr`` features, block-major, which threads share in units: each then reads (and scales)
+    only its blocks' weights, and a layer of a few rows (7x7) still splits evenly.
     """
-    if call.split is not None and splits_features(spec, info, scale is not None):
+    if by_features(spec, info, scale is not None):
         _emit_by_features(b, spec, info, call, epilogue, scale)
         return
     emit_row = row_emitter(b, spec, info, call, epilogue, scale)
@@ -169,10 +174,11 @@ def emit_row_conv(
         emit_row(b, n, oh, None)
 
 
-def splits_features(spec: RowConv, info: VectorInfo, scaled: bool) -> bool:
-    """Whether threads share the convolution by feature blocks: when its weights outweigh its
-    input (every thread of a row split streams all the weights; of a feature split, all the
-    input), or are scaled per call (each thread of a row split would scale all of them)."""
+def by_features(spec: RowConv, info: VectorInfo, scaled: bool) -> bool:
+    """Whether the convolution loops over feature blocks outside its rows: when its weights
+    outweigh its input (a block's weights stay in cache over the rows; split by rows, every
+    thread would stream all the weights, by blocks all the input), or are scaled per call
+    (split by rows, each thread would scale all of them)."""
     if -(-spec.cout // spec.plan(info).nr) < 2:
         return False
     input_bytes = spec.batch * spec.in_hw[0] * spec.in_hw[1] * spec.cin * 4
@@ -188,11 +194,11 @@ def _emit_by_features(
     scale: ir.Value | None,
 ) -> None:
     """The convolution in units of (feature block, output row), block-major, those of the
-    claimed range only; with ``scale``, only the panels of its blocks are scaled."""
-    assert call.split is not None
+    split's range if any; with ``scale``, only the panels of its blocks are scaled."""
     plan = spec.plan(info)
     rows = spec.batch * spec.out_hw[0]
-    lo, hi = call.split.claim(-(-spec.cout // plan.nr) * rows)
+    units = -(-spec.cout // plan.nr) * rows
+    lo, hi = call.split.claim(units) if call.split is not None else (i64(0), i64(units))
     weights: ir.Value = packed_weights(b.module, f"{b.function.name}.rowconv", plan, spec.weights)
     if scale is not None:
         assert call.scratch is not None, "scaled weights live in scratch"

@@ -39,7 +39,12 @@ from aotc.codegen.kernels.conv import (
 )
 from aotc.codegen.kernels.conv_depthwise import depthwise_row_emitter
 from aotc.codegen.kernels.conv_expand import expand_depthwise, expand_rows, ring_lines
-from aotc.codegen.kernels.conv_rows import RowConv, emit_row_conv, row_emitter
+from aotc.codegen.kernels.conv_rows import (
+    SCALED_WEIGHTS_MAX,
+    RowConv,
+    emit_row_conv,
+    row_emitter,
+)
 from aotc.codegen.kernels.dot import emit_dot_loops
 from aotc.codegen.kernels.dot_gemm import (
     GemmCall,
@@ -212,8 +217,11 @@ def _input_scale(fusion: Instruction) -> tuple[Instruction, Instruction] | None:
 
 def _scales_weights(fusion: Instruction, spec: FastConv) -> bool:
     """Whether the row-tiled kernel scales its weights instead of the input: exact where no
-    tap reads padding (a zero times an infinite scaled weight is NaN, a skipped tap is not)."""
+    tap reads padding (a zero times an infinite scaled weight is NaN, a skipped tap is not),
+    and for weights of at most ``SCALED_WEIGHTS_MAX`` bytes."""
     if not isinstance(spec, RowConv) or _input_scale(fusion) is None:
+        return False
+    if spec.weights.nbytes > SCALED_WEIGHTS_MAX:
         return False
     return all(w.pad_low <= 0 and w.pad_high <= 0 for w in spec.window)
 
