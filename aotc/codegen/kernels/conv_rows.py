@@ -51,9 +51,9 @@ MIN_WIDTH = 4
 # 1x1 kernels with more weight bytes than this stay plain GEMMs. Measured on a loaded Intel
 # AVX-512 machine, us, 1x1 GEMM / rows: 7x7 960->160 93/75, 14x14 384->64 70/49, 56x56
 # 24->144 170/134, 28x28 192->32 92/45; looping over feature blocks outside the rows
-# (``by_features``: each block's weights read once) 7x7 960->320 (1.2 MB) 244/194,
-# 320->1280 (1.6 MB) 306/312.
-POINTWISE_WEIGHTS_MAX = 2 << 20
+# (``by_features``: each block's weights read once) 7x7 960->320 (1.2 MB) 203/181,
+# 320->1280 (1.6 MB) 254/267.
+POINTWISE_WEIGHTS_MAX = 3 << 19
 # Weights above this are not scaled per call for an input scaled per feature (the fusion
 # stores the scaled input to scratch instead): EfficientNetB0's 7x7 1152->320 (1.5 MB of
 # weights, 225 KB of input) took 460 us scaling its weights, 325 us its input (same machine).
