@@ -38,8 +38,8 @@ def gemm_module(plan: GemmPlan, info: VectorInfo) -> ir.Module:
     units)`` of ``gemm_split``, as two threads would.
     """
     module = ir.Module("gemm_test")
-    units = gemm_split(plan)[1]
     for packed, epi in VARIANTS:
+        units = gemm_split(plan, packed)[1]
         options = GemmOptions(packed, bias_relu if epi else None, int(epi))
         name = f"gemm{int(packed)}{int(epi)}"
         gemm = emit_gemm(module, name, plan, info, options)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from codegen_testing import compile_entry, compile_hlo
 from cross_testing import CROSS_TARGETS, require_toolchains
 from fixtures import CONTROL_FLOW_DATA, TF_DATA, load_fixture
+from hlo_programs import build
 from mt_harness import INCLUDE, TSAN_CFLAGS, run_multicore, split_every_kernel
 
 import aotc
@@ -24,7 +25,10 @@ from aotc.codegen import CompiledModel, parallel
 from aotc.driver import compile_graph
 from aotc.errors import ConfigError
 from aotc.frontend.options import SourceOptions
+from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
+from aotc.hlo.ir import DotDims, Instruction
+from aotc.hlo.shape import PrimitiveType, Shape
 from aotc.hlo.text import parse_module
 from aotc.passes.fusion import Fusion
 
@@ -106,6 +110,25 @@ ENTRY main {{
     reference, pooled = run_multicore(model, inputs)
     np.testing.assert_allclose(reference[0], want, rtol=2e-6)
     _assert_identical(case, reference, pooled)
+
+
+def test_a_gemv_of_one_panel_splits_its_vectors(split_everything: None) -> None:
+    """A squeeze-excite dense layer (one row, few outputs, constant weights) is shared by
+    its vectors: 2.5 and 3 of them here (1 of 16, 40 and 48 outputs; 5 and 6 on AVX2)."""
+    rng = np.random.default_rng(11)
+
+    def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list:
+        weights = [rng.standard_normal((300, n)).astype(np.float32) for n in (40, 48)]
+        return [b.dot(ps[0], b.constant(w), DotDims((1,), (0,))) for w in weights]
+
+    module = build([Shape(PrimitiveType.F32, (1, 300))], body)
+    model = compile_entry(module, "m")
+    assert len(_task_functions(model)) >= 2
+    inputs = [rng.standard_normal((1, 300)).astype(np.float32)]
+    reference, pooled = run_multicore(model, inputs, (1, 2, 3))
+    for want, got in zip(evaluate(module, inputs), reference, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _assert_identical("gemv", reference, pooled)
 
 
 def test_kernels_are_split(split_everything: None) -> None:

@@ -252,7 +252,7 @@ def emit_conv_gemm(
     gemm = emit_gemm(b.module, name, plan, info, options)
     rhs = packed_weights(b.module, name, plan, spec.weights) if options.b_packed else call.rhs
     scratch = call.scratch if call.scratch is not None else ir.Constant(PTR, None)
-    units = gemm_split(plan)[1]
+    units = gemm_split(plan, options.b_packed)[1]
     bounds = call.split.claim(units) if call.split else (i64(0), i64(units))
     b.call(gemm, [call.out, call.lhs, rhs, scratch, *bounds, *call.extras])
 

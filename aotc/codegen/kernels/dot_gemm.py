@@ -222,7 +222,8 @@ def emit_gemm_dot(
     rhs = packed_weights(b.module, name, plan, spec.b_constant) if options.b_packed else call.rhs
     scratch = call.scratch if call.scratch is not None else ir.Constant(PTR, None)
     strides = (spec.m * spec.n, spec.m * spec.k, 0 if options.b_packed else spec.k * spec.n)
-    (first, stop), within = batch_range(b, spec.batch, gemm_split(plan)[1], call.split)
+    units = gemm_split(plan, options.b_packed)[1]
+    (first, stop), within = batch_range(b, spec.batch, units, call.split)
     with for_range(b, stop, "batch", first) as batch:
         bases = (call.out, call.lhs, rhs)
         ptrs = [gep(b, p, b.mul(batch, i64(s))) for p, s in zip(bases, strides, strict=True)]

@@ -111,14 +111,18 @@ def emit_gemm(
     return share(module, fn)
 
 
-def gemm_split(plan: GemmPlan) -> tuple[bool, int]:
+def gemm_split(plan: GemmPlan, b_packed: bool = False) -> tuple[bool, int]:
     """How the GEMM's calls may share it: (by rows, number of units).
 
     Units are MR row panels (each call packs only its own panels of A) unless there are few
-    of them and more NR column tiles (late, small-image layers); GEMV always splits columns.
+    of them and more NR column tiles (late, small-image layers); GEMV always splits columns:
+    its NR panels, or the vectors of its one panel of packed B (a squeeze-and-excitation
+    dense layer of 20-48 outputs, streaming 100-300 KB of weights).
     """
     rows = -(-plan.m // plan.mr)
     tiles = -(-plan.n // plan.nr)
+    if plan.gemv and b_packed and tiles == 1:
+        return False, -(-plan.n // plan.vw)
     by_rows = not plan.gemv and (rows >= SPLIT_ROW_PANELS or rows >= tiles)
     return by_rows, rows if by_rows else tiles
 
@@ -419,6 +423,10 @@ def _emit_gemv(
     if not options.b_packed:
         _emit_gemv_rows(b, p, options, ptrs, bounds)
         return
+    vectors = gemm_split(p, True)[1]
+    if p.n <= p.nr and vectors > 1:
+        _emit_gemv_vectors(b, p, options, ptrs, bounds, vectors)
+        return
     for rb in _each_block(b, p.n, p.nr, "gv"):
         with b.if_then(_in_range(b, rb.index, bounds)):
             _gemv_panel(b, p, options, ptrs, rb)
@@ -435,6 +443,43 @@ def _gemv_panel(
     accs = k_loop(b, p.k, 1, nv, p.vw, step)
     dst = TileTarget(gep(b, c, col), p.n, i64(0), col, TRUE, TRUE, options.epilogue)
     store_tile(b, accs, tile_pieces(1, nv, p.vw, rb.size), dst)
+
+
+def _emit_gemv_vectors(
+    b: ir.IRBuilder,
+    p: GemmPlan,
+    options: GemmOptions,
+    ptrs: Pointers3,
+    bounds: tuple[ir.Value, ir.Value],
+    vectors: int,
+) -> None:
+    """GEMV of one panel of packed B in units of its vectors: the vectors ``[lo, hi)`` in one
+    K loop, a loop per range (each lane accumulates as in the whole panel's)."""
+    lo, hi = bounds
+    for first in range(vectors):
+        for stop in range(first + 1, vectors + 1):
+            mine = b.and_(b.icmp_signed("==", lo, i64(first)), b.icmp_signed("==", hi, i64(stop)))
+            with b.if_then(mine):
+                _gemv_vectors(b, p, options, ptrs, (first, stop))
+
+
+def _gemv_vectors(
+    b: ir.IRBuilder, p: GemmPlan, options: GemmOptions, ptrs: Pointers3, span: tuple[int, int]
+) -> None:
+    """Vectors ``[first, stop)`` of the one panel of GEMV on packed B."""
+    c, a, b_src = ptrs
+    first, stop = span
+    count, lanes = stop - first, min(p.n, stop * p.vw) - first * p.vw
+
+    def step(b: ir.IRBuilder, k: ir.Value) -> tuple[list[ir.Value], list[ir.Value]]:
+        row = gep(b, b_src, offset(b, (k, p.panel), first * p.vw))
+        vecs = [load_vector(b, gep(b, row, v * p.vw), p.vw, p.vw) for v in range(count)]
+        return [b.load(gep(b, a, k), typ=F32, align=4)], vecs
+
+    accs = k_loop(b, p.k, 1, count, p.vw, step)
+    col = i64(first * p.vw)
+    dst = TileTarget(gep(b, c, col), p.n, i64(0), col, TRUE, TRUE, options.epilogue)
+    store_tile(b, accs, tile_pieces(1, count, p.vw, lanes), dst)
 
 
 GEMV_ROWS = 4
