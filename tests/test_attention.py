@@ -13,10 +13,13 @@ import numpy as np
 import pytest
 from c_harness import run_compiled
 from codegen_testing import compile_entry
+from fixtures import load_hlo_fixture
 from hlo_programs import REDUCERS
 from mt_harness import run_multicore, split_every_kernel
 
 from aotc.codegen import TargetSpec
+from aotc.driver import compile_graph
+from aotc.frontend.sources import load_source
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.fusion_plan import recorded_plan
 from aotc.hlo.ir import FusionKind, Module, Opcode
@@ -309,3 +312,17 @@ def test_sse_and_avx2_levels_match_the_evaluator(case: Attn, cpu: str) -> None:
     typed, _ = run_compiled(model, inputs)
     scale = float(np.nanmax(np.abs(want), initial=1.0))
     np.testing.assert_allclose(typed[0], want, rtol=0, atol=3e-6 * scale)
+
+
+def test_jax_attention_fuses_and_runs_like_jax() -> None:
+    """JAX's form (tests/data/make_jax_attention_fixtures.py): heads as batch dimensions 0 and
+    2, P the value dot's rhs, a division scale, a boolean mask by ``where``, a fully masked
+    row, the softmax's ``max(reduce_max(x), -inf)``: one attention kernel, JAX's results."""
+    path, args, (want,) = load_hlo_fixture("jax_attention")
+    module = load_source(path).module
+    np.testing.assert_allclose(evaluate(module, args)[0], want, rtol=0, atol=2e-6)
+    default_pipeline().run(module)
+    assert len(attention_fusions(module)) == 1
+    typed, buffers = run_compiled(compile_graph(path).model, args)
+    np.testing.assert_array_equal(typed[0], buffers[0])
+    np.testing.assert_allclose(typed[0], want, rtol=0, atol=2e-6)

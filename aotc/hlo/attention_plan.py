@@ -1,13 +1,13 @@
 """Attention in one kernel: which fused computations are ``softmax(f(Q K^T)) V``.
 
 ``plan_attention`` accepts a fused computation (made by ``aotc/passes/attention.py``, or read
-from HLO text) whose root is data movement of ``dot(P, V)``; ``P`` is reshapes of a softmax
-over the last dimension of ``x = f(s)``, ``s`` reshapes of ``dot(Q, K)`` and ``f`` any
-elementwise ops of it and of parameters (a scale, a mask added, Keras' ``select(mask, s,
--big)``; the kernel computes them with the fused emitter's vector generators, in the
-fusion's own order). ``Q``, ``K`` and ``V`` are parameters moved by reshapes, transposes,
-slices and broadcasts, plus other such terms (a bias added per head): each is a sum of
-strided *terms* over (batch, row, column), so the kernel
+from HLO text) whose root is data movement of ``dot(P, V)`` (or JAX's ``dot(V, P)``); ``P``
+is reshapes of a softmax over the last dimension of ``x = f(s)``, ``s`` reshapes of
+``dot(Q, K)`` and ``f`` any elementwise ops of it and of parameters (a scale, a mask added,
+Keras' ``select(mask, s, -big)``; the kernel computes them with the fused emitter's vector
+generators, in the fusion's own order). ``Q``, ``K`` and ``V`` are parameters moved by
+reshapes, transposes, slices and broadcasts, plus other such terms (a bias added per head):
+each is a sum of strided *terms* over (batch, row, column), so the kernel
 (``aotc/codegen/kernels/attention.py``) reads the heads where the Q/K/V GEMM left them and
 writes its rows where the output projection reads them, with no transpose kernels between.
 The softmax is ``exp(x - max) * (1 / sum)`` or ``exp(x - max) / sum``, as the evaluator
@@ -89,41 +89,41 @@ def plan_attention(comp: Computation) -> AttentionPlan | None:
     dot2, out = _output_chain(comp.root)
     if dot2 is None or out is None or not _f32(dot2):
         return None
-    dims2 = dot2.attrs_as(DotDims)
-    softmax = _below(dot2.operands[0], _BIJECTIONS - {Opcode.TRANSPOSE})
-    parts = _softmax(softmax)
-    if parts is None:
-        return None
-    x, divide = parts
-    read = _score_read(x)
-    if read is None:
-        return None
-    return _assemble(read, x, dot2, dims2, out, divide)
+    for side in (0, 1):  # P is the value dot's lhs (TF), or its rhs (JAX: dot(V, P))
+        parts = _softmax(_below(dot2.operands[side], _BIJECTIONS - {Opcode.TRANSPOSE}))
+        read = None if parts is None else _score_read(parts[0])
+        if parts is not None and read is not None:
+            return _assemble(read, parts[0], dot2, side, out, parts[1])
+    return None
 
 
 def _assemble(
-    read: Instruction, x: Instruction, dot2: Instruction, dims2: DotDims, out: View, divide: bool
+    read: Instruction, x: Instruction, dot2: Instruction, side: int, out: View, divide: bool
 ) -> AttentionPlan | None:
     dot1 = _below(read, _BIJECTIONS - {Opcode.TRANSPOSE})
     if not _f32(dot1) or x.array_shape.dims[-1] != dot1.array_shape.dims[-1]:
         return None
-    dims1 = dot1.attrs_as(DotDims)
+    dims1, dims2 = dot1.attrs_as(DotDims), dot2.attrs_as(DotDims)
     s_dims = dot1.array_shape.dims
     nb = len(dims1.lhs_batch)
-    p_dims = dot2.operands[0].array_shape.dims
-    if dims2.lhs_batch != tuple(range(nb)) or dims2.lhs_contracting != (nb + 1,):
+    p_batch, v_batch = (dims2.lhs_batch, dims2.rhs_batch)[:: 1 - 2 * side]
+    p_contracting, v_contracting = (dims2.lhs_contracting, dims2.rhs_contracting)[:: 1 - 2 * side]
+    if p_batch != tuple(range(nb)) or p_contracting != (nb + 1,):
         return None
-    if tuple(p_dims) != tuple(s_dims):
+    if tuple(dot2.operands[side].array_shape.dims) != tuple(s_dims):
         return None
     q = _operand(dot1.operands[0], dims1.lhs_batch, dims1.lhs_contracting)
     k = _operand(dot1.operands[1], dims1.rhs_batch, dims1.rhs_contracting)
-    v = _operand(dot2.operands[1], dims2.rhs_batch, dims2.rhs_contracting, swap=True)
-    out_term = _flat(-1, out, tuple(range(nb)), nb, nb + 1)
+    v = _operand(dot2.operands[1 - side], v_batch, v_contracting, swap=True)
+    row, col = (
+        (nb, nb + 1) if side == 0 else (nb + 1, nb)
+    )  # dot2's output: (batch, i, e) or (batch, e, i)
+    out_term = _flat(-1, out, tuple(range(nb)), row, col)
     if q is None or k is None or v is None or out_term is None:
         return None
     batch, rows, keys = math.prod(s_dims[:nb]), s_dims[nb], s_dims[nb + 1]
     depth = dot1.operands[0].array_shape.dims[dims1.lhs_contracting[0]]
-    width = dot2.array_shape.dims[nb + 1]
+    width = dot2.array_shape.dims[col]
     head = rows * depth + depth * keys + keys * width + 8 * keys
     if min(batch, rows, keys, depth, width) == 0 or head > MAX_HEAD_FLOATS:
         return None
@@ -189,6 +189,9 @@ def _softmax(y: Instruction) -> tuple[Instruction, bool] | None:
     if d.opcode is not Opcode.SUBTRACT:
         return None
     x, top = d.operands[0], _row_broadcast(d.operands[1])
+    if top.opcode is Opcode.MAXIMUM:  # JAX: max(reduce_max(x), -inf), the same value
+        a, b = top.operands
+        top = a if _splat(b) == -math.inf else b if _splat(a) == -math.inf else top
     return (x, divide) if _row_reduce(top, x, Opcode.MAXIMUM, -math.inf) else None
 
 

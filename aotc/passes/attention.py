@@ -78,8 +78,11 @@ def _fuse(module: Module, comp: Computation, dot: Instruction, names: NameUnique
 def _group(dot2: Instruction, users: Users) -> tuple[list[Instruction], Instruction] | None:
     """The members of the attention block whose value dot is ``dot2``, and its root."""
     members = [dot2]
-    softmax = _through(dot2.operands[0], users, members)
-    if not _is_row_fusion(softmax) or not _once(softmax, users):
+    side = next((k for k in (0, 1) if _is_row_fusion(_through(dot2.operands[k], users, []))), None)
+    if side is None:
+        return None
+    softmax = _through(dot2.operands[side], users, members)
+    if not _once(softmax, users):
         return None
     members.append(softmax)
     scores = [op for op in softmax.operands if _through(op, users, []).opcode is Opcode.DOT]
@@ -90,7 +93,7 @@ def _group(dot2: Instruction, users: Users) -> tuple[list[Instruction], Instruct
         return None
     members.append(dot1)
     others = [op for op in softmax.operands if op is not scores[0]]
-    _take_producers([*dot1.operands, dot2.operands[1], *others], users, members)
+    _take_producers([*dot1.operands, dot2.operands[1 - side], *others], users, members)
     root = dot2
     while _once(root, users) and _is_move(users[id(root)][0], _BIJECTIONS, single_input=True):
         root = users[id(root)][0]
