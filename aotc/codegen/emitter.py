@@ -61,6 +61,7 @@ from aotc.codegen.kernels import (
     kernel_scratch_bytes,
 )
 from aotc.codegen.kernels.base import ElementGenerator, KernelIO, KernelPart, buffer_reader
+from aotc.codegen.kernels.dot_gemm import packed_weights
 from aotc.codegen.kernels.elemental import emit_store_loop, make_generator
 from aotc.codegen.loops import Split, function_builder, leave_vector_loops_rolled
 from aotc.codegen.parallel import (
@@ -87,6 +88,8 @@ from aotc.codegen.program import (
     Stage,
     Step,
 )
+from aotc.codegen.replay import Recording, recording, replay, twin_key
+from aotc.codegen.shared import share_text
 from aotc.codegen.vector import GENERIC, VectorInfo, mark_function
 from aotc.errors import CodegenError
 from aotc.hlo.flops import kernel_flops
@@ -123,6 +126,9 @@ class _Entry:
     layout: ScratchLayout | None = None  # per-thread scratch; None: no multi-core entry
     pool: Pool | None = None  # the caller's pool, in the multi-core entry
     split: set[str] = field(default_factory=set)  # the kernels split so far (by name)
+    # The first kernel function of each ``replay.twin_key`` (shared by all programs); None:
+    # every kernel is emitted.
+    twins: dict[object, Recording] | None = None
 
 
 def emit_module(module: Module, name: str, vector: VectorInfo = GENERIC) -> tuple[ir.Module, int]:
@@ -141,6 +147,7 @@ def emit_module_assigned(
     multicore: bool = True,
     size_bits: int = 64,
     freeze: bool = False,
+    twins: bool = True,
 ) -> tuple[ir.Module, BufferAssignment]:
     """The LLVM module for ``module`` and the buffer assignment it was emitted with.
 
@@ -153,7 +160,8 @@ def emit_module_assigned(
     entry points (``size_bits``: the target's ``size_t``). ``freeze`` prints the functions
     of each kernel once it is emitted and frees their IR (``irtypes.freeze_functions``; all
     but the entry being built): the module's text is then made only by
-    ``irtypes.module_bytes``.
+    ``irtypes.module_bytes``, and (unless ``twins`` is False) a kernel that would emit
+    another's text with other weights is made from that text (``replay``).
     """
     levels = tuple(levels)
     vectors = [level.vector for level in levels]
@@ -172,6 +180,7 @@ def emit_module_assigned(
     scratch = max(map(scratch_size, assignment.kernels), default=0)
     layout = scratch_layout(assignment.temp_bytes, scratch) if multicore else None
     emitted: dict[str, KernelFunction] = {}
+    models: dict[object, Recording] | None = {} if freeze and twins else None
     done, total = itertools.count(1), len(assignment.kernels) * len(levels)
 
     def kernel_done() -> None:
@@ -183,7 +192,7 @@ def emit_module_assigned(
         for suffix in bodies if multicore else [""]:
             entry = _new_entry(llvm_module, name, level, constants, (len(levels) > 1, suffix))
             entry.written_back, entry.baseline = written_back, vectors[0]
-            entry.emitted, entry.layout = emitted, layout
+            entry.emitted, entry.layout, entry.twins = emitted, layout, models
             if suffix:
                 entry.pool = _open_pool(entry, assignment, layout)  # type: ignore[arg-type]
 
@@ -490,6 +499,11 @@ def _call_kernel_part(
     splits = entry.layout is not None and part is None
     streamed = _streamed_bytes(operands, assignment)
     most_tasks = worth_tasks(kernel_flops(inst), touched, _input_split(entry, operands), streamed)
+    aligned = [_is_aligned(buf) for buf in [*outputs, *operand_buffers, *extra]]
+    same_as = _written_in_place([*outputs, *operand_buffers, *extra], len(outputs))  # type: ignore[arg-type]
+    split = most_tasks if splits else 0
+    call = (level.prefix, repr(level.vector), len(outputs), tuple(aligned), tuple(same_as))
+    twin = twin_key(inst, (*call, split, bool(extra), tuple(sorted(aliased)), repr(part)))
 
     def body(
         b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], split: Split | None
@@ -505,7 +519,6 @@ def _call_kernel_part(
 
     out_ptrs = [_pointer(entry, buf) for buf in outputs]  # type: ignore[arg-type]
     in_ptrs = [_pointer(entry, buf) for buf in [*operand_buffers, *extra]]
-    buffers = [*outputs, *operand_buffers, *extra]
     _call_function(
         entry,
         name,
@@ -513,10 +526,11 @@ def _call_kernel_part(
         in_ptrs,
         body,
         level,
-        aligned=[_is_aligned(buf) for buf in buffers],
-        same_as=_written_in_place(buffers, len(outputs)),  # type: ignore[arg-type]
-        split=most_tasks if splits else 0,
+        aligned=aligned,
+        same_as=same_as,
+        split=split,
         scratch=bool(extra),
+        twin=twin,
     )
     if entry.emitted[level.prefix + name].tasks > 1:
         entry.split.add(inst.name)
@@ -593,6 +607,7 @@ def _call_function(
     same_as: Sequence[int | None] = (),
     split: int = 0,
     scratch: bool = False,
+    twin: tuple[object, list[Instruction]] | None = None,
 ) -> None:
     """Emit ``void name(ptr noalias out..., ptr noalias in...)`` at ``level`` and call it.
 
@@ -601,18 +616,46 @@ def _call_function(
     tasks the kernel is worth) the body is offered a split (two more ``i64`` arguments,
     ``loops.Split``); ``scratch``: the last input
     is the kernel's scratch. A function emitted before (by another level's program, for a
-    kernel emitted once, or by this level's single-threaded program) is called again.
+    kernel emitted once, or by this level's single-threaded program) is called again;
+    ``twin``: the function's ``replay.twin_key`` and constants.
     """
     pointers = [*outputs, *inputs]
     own = [k for k in range(len(pointers)) if k >= len(same_as) or same_as[k] is None]
     known = entry.emitted.get(level.prefix + name)
     if known is None:
         shape = (len(pointers), len(outputs))
-        known = _emit_function(entry, name, own, shape, body, level, aligned, same_as, split)
-        if scratch:
-            known = replace(known, scratch=len(own) - 1)
-        entry.emitted[level.prefix + name] = known
+
+        def emit() -> KernelFunction:
+            made = _emit_function(entry, name, own, shape, body, level, aligned, same_as, split)
+            return replace(made, scratch=len(own) - 1) if scratch else made
+
+        known = entry.emitted[level.prefix + name] = _made(entry, level.prefix + name, twin, emit)
     known.call(entry.builder, [pointers[k] for k in own], entry.pool, entry.layout)  # type: ignore[arg-type]
+
+
+def _made(
+    entry: _Entry,
+    name: str,
+    twin: tuple[object, list[Instruction]] | None,
+    emit: Callable[[], KernelFunction],
+) -> KernelFunction:
+    """The kernel function ``name``: made from the text of the first function of its
+    ``twin`` key where one was emitted (``replay``), else emitted by ``emit`` (and recorded,
+    the first of its key, for its twins)."""
+    if twin is None or entry.twins is None:
+        return emit()
+    key, constants = twin
+    model = entry.twins.get(key)
+    if model is not None:
+        tools = (packed_weights, share_text)
+        made = replay(entry.module, model, name, constants, tools)
+        if made is not None:
+            return made
+    with recording(entry.module, name, constants) as rec:
+        rec.made = emit()
+    if model is None and rec.valid:
+        entry.twins[key] = rec
+    return rec.made
 
 
 def _emit_function(

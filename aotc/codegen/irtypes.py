@@ -384,6 +384,21 @@ def freeze_functions(module: ir.Module, building: ir.Function | None = None) -> 
             frozen[value.name] = (text, _prototype(value))
 
 
+def frozen_text(module: ir.Module, name: str) -> bytearray | None:
+    """The text ``freeze_functions`` made of the function ``name``, None if it has none."""
+    frozen = _FROZEN.get(module, {}).get(name)
+    return frozen[0] if frozen is not None else None
+
+
+def set_frozen_text(module: ir.Module, fn: ir.Function, text: bytearray) -> None:
+    """Make ``text`` the frozen text of the bodiless ``fn`` (``replay``: a body made as text);
+    its first line must be ``fn``'s prototype."""
+    prototype = _prototype(fn)  # bodiless: a declaration
+    defined = "define" + prototype.removeprefix("declare")
+    assert not fn.blocks and text.startswith(defined.encode("ascii")), f"{fn.name} differs"
+    _FROZEN.setdefault(module, {})[fn.name] = (text, prototype)
+
+
 def _thawed(fn: ir.Function, frozen: tuple[bytearray, str]) -> bytearray:
     """The text ``freeze_functions`` made of ``fn``, which must not have changed since."""
     text, prototype = frozen

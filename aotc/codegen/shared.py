@@ -18,6 +18,8 @@ import weakref
 
 from llvmlite import ir
 
+from aotc.codegen.replay import note_share
+
 # module -> body key -> name of the function kept (names only: no reference back to the module)
 _SEEN: weakref.WeakKeyDictionary[ir.Module, dict[bytes, str]] = weakref.WeakKeyDictionary()
 
@@ -25,15 +27,20 @@ _SEEN: weakref.WeakKeyDictionary[ir.Module, dict[bytes, str]] = weakref.WeakKeyD
 def share(module: ir.Module, fn: ir.Function) -> ir.Function:
     """``fn``, or the identical function emitted before it (``fn`` is then removed)."""
     text = str(fn)
-    header, _, body = text.partition("\n")
-    header = header.replace(fn.get_reference(), "@", 1)
-    key = hashlib.blake2b(f"{header}\n{body}".encode(), digest_size=20).digest()
-    seen = _SEEN.setdefault(module, {})
-    existing = seen.get(key)
-    if existing is None:
-        seen[key] = fn.name
+    kept = share_text(module, fn.name, text)
+    note_share(fn.name, kept, text)
+    if kept == fn.name:
         return fn
     del module.globals[fn.name]
-    kept = module.globals[existing]
-    assert isinstance(kept, ir.Function)
-    return kept
+    existing = module.globals[kept]
+    assert isinstance(existing, ir.Function)
+    return existing
+
+
+def share_text(module: ir.Module, name: str, text: str) -> str:
+    """The name of the function identical to the function ``name`` printed as ``text`` (``name``
+    itself, now known, if it is the first)."""
+    header, _, body = text.partition("\n")
+    header = header.replace(f'@"{name}"', "@", 1)
+    key = hashlib.blake2b(f"{header}\n{body}".encode(), digest_size=20).digest()
+    return _SEEN.setdefault(module, {}).setdefault(key, name)

@@ -52,6 +52,7 @@ from aotc.codegen.kernels.gemm_plan import (
 )
 from aotc.codegen.kernels.gemm_tile import Epilogue, gep
 from aotc.codegen.loops import Split, for_range
+from aotc.codegen.replay import note_pack
 from aotc.codegen.vector import VectorInfo
 from aotc.hlo.ir import DotDims, Instruction, Opcode
 from aotc.hlo.shape import PrimitiveType
@@ -289,6 +290,7 @@ def packed_weights(
         data = LazyBytes(packed_b_bytes(plan), functools.partial(_pack_into, plan, weights))
         gv = readonly_global(module, f"{name}.packed_b", data)
         packed[key] = (weights, gv)
+    note_pack(name, plan, weights, packed[key][1].name)
     return packed[key][1]
 
 
