@@ -28,6 +28,10 @@ def test_all_equal_compares_bytes_chunk_by_chunk() -> None:
     late = same.copy()
     late[-1] = 2.0  # in the last, short chunk
     assert not literals.all_equal(late)
+    for k in (1, literals.PEEK - 1, literals.PEEK, literals.PEEK + literals.CHUNK):
+        early = same.copy()
+        early[k] = 2.0  # in the first look, at either side of its end, in the next chunk
+        assert not literals.all_equal(early)
     assert not literals.all_equal(np.array([0.0, -0.0], np.float32))  # bits, not values
     assert literals.all_equal(np.array([np.nan, np.nan], np.float32))
     assert literals.all_equal(np.ones((3, 4), ml_dtypes.bfloat16)[:, ::2])  # strided view
