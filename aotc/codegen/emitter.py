@@ -502,8 +502,8 @@ def _call_kernel_part(
     aligned = [_is_aligned(buf) for buf in [*outputs, *operand_buffers, *extra]]
     same_as = _written_in_place([*outputs, *operand_buffers, *extra], len(outputs))  # type: ignore[arg-type]
     split = most_tasks if splits else 0
-    call = (level.prefix, repr(level.vector), len(outputs), tuple(aligned), tuple(same_as))
-    twin = twin_key(inst, (*call, split, bool(extra), tuple(sorted(aliased)), repr(part)))
+    call: tuple[object, ...] = (level.prefix, repr(level.vector), len(outputs), tuple(aligned))
+    call += (tuple(same_as), split, bool(extra), tuple(sorted(aliased)), repr(part))
 
     def body(
         b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], split: Split | None
@@ -530,7 +530,7 @@ def _call_kernel_part(
         same_as=same_as,
         split=split,
         scratch=bool(extra),
-        twin=twin,
+        twin=lambda: twin_key(inst, call),
     )
     if entry.emitted[level.prefix + name].tasks > 1:
         entry.split.add(inst.name)
@@ -607,7 +607,7 @@ def _call_function(
     same_as: Sequence[int | None] = (),
     split: int = 0,
     scratch: bool = False,
-    twin: tuple[object, list[Instruction]] | None = None,
+    twin: Callable[[], tuple[object, list[Instruction]]] | None = None,
 ) -> None:
     """Emit ``void name(ptr noalias out..., ptr noalias in...)`` at ``level`` and call it.
 
@@ -617,7 +617,7 @@ def _call_function(
     ``loops.Split``); ``scratch``: the last input
     is the kernel's scratch. A function emitted before (by another level's program, for a
     kernel emitted once, or by this level's single-threaded program) is called again;
-    ``twin``: the function's ``replay.twin_key`` and constants.
+    ``twin``: makes the function's ``replay.twin_key`` and constants.
     """
     pointers = [*outputs, *inputs]
     own = [k for k in range(len(pointers)) if k >= len(same_as) or same_as[k] is None]
@@ -636,7 +636,7 @@ def _call_function(
 def _made(
     entry: _Entry,
     name: str,
-    twin: tuple[object, list[Instruction]] | None,
+    twin: Callable[[], tuple[object, list[Instruction]]] | None,
     emit: Callable[[], KernelFunction],
 ) -> KernelFunction:
     """The kernel function ``name``: made from the text of the first function of its
@@ -644,7 +644,7 @@ def _made(
     the first of its key, for its twins)."""
     if twin is None or entry.twins is None:
         return emit()
-    key, constants = twin
+    key, constants = twin()
     model = entry.twins.get(key)
     if model is not None:
         tools = (packed_weights, share_text)
