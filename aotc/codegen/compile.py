@@ -19,11 +19,13 @@ from aotc.codegen.buffers import BufferAssignment
 from aotc.codegen.cpp_class import render_cpp_class
 from aotc.codegen.dispatch import CpuLevel, cpu_levels
 from aotc.codegen.elf_constants import lift_constants, lifts_constants, place_constants
+from aotc.codegen.elf_join import join_objects, joins_objects
 from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import Built, render_header
 from aotc.codegen.interface import TensorInfo
-from aotc.codegen.irtypes import module_bytes
+from aotc.codegen.irtypes import ModuleParts, module_parts
 from aotc.codegen.sizes import ObjectSizes, object_sizes
+from aotc.codegen.split import chunk_count, split_module
 from aotc.codegen.target import (
     TargetSpec,
     create_target_machine,
@@ -33,6 +35,7 @@ from aotc.codegen.target import (
     require_asm_parser,
 )
 from aotc.codegen.variants import read_only_arrays, share_constant_variants
+from aotc.codegen.workers import codegen_workers, compile_chunks
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, Module, Opcode, is_width_changing_bitcast, parameter_number
 from aotc.hlo.shape import AnyShape, has_complex, real_form, storage_form
@@ -149,18 +152,17 @@ def compile_module_assigned(
         parts = llvm.get_triple_parts(tm.triple)
         lifts = lifts_constants(parts.ObjectFormat, parts.Arch)
         lifted = lift_constants(llvm_module) if lifts else []
-        parsed = _parse_and_free(llvm_module)
+        text = _text_and_free(llvm_module)
     temp_bytes = assignment.temp_bytes
-    say("LLVM optimization")
-    optimized = optimize_parsed(parsed, tm)
-    say("object code")
-    object_bytes = place_constants(emit_object(optimized, tm), lifted)
+    splits = lifts and joins_objects(parts.Arch)
+    object_bytes, llvm_ir = _object_code(text, tm, splits, say)
+    object_bytes = place_constants(object_bytes, lifted)
     built = Built(resolved, levels, object_sizes(object_bytes), multicore)
     model = CompiledModel(
         name=name,
         object_bytes=object_bytes,
         header=render_header(name, args, results, temp_bytes, built),
-        llvm_ir=lambda: str(optimized),
+        llvm_ir=llvm_ir,
         temp_bytes=temp_bytes,
         args=list(args),
         results=list(results),
@@ -189,21 +191,47 @@ def _young_collections_only() -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
-def _parse_and_free(llvm_module: ir.Module) -> llvm.ModuleRef:
-    """The LLVM module of ``llvm_module``'s text, the Python IR and the text freed first; the
-    kernels that differ only in the constants they read are one function there (``variants``).
+def _text_and_free(llvm_module: ir.Module) -> ModuleParts:
+    """The text of ``llvm_module`` for LLVM, the Python IR freed; the kernels that differ only
+    in the constants they read are one function there (``variants``).
 
-    ``module_bytes`` frees each function's body once printed; what is left of the IR goes
+    ``module_parts`` frees each function's body once printed; what is left of the IR goes
     before LLVM parses (``collect``: it is a graph of cycles, every value pointing back at its
-    parent), the text before LLVM optimizes. Big constants are not in the text on ELF targets
-    (``elf_constants``); elsewhere they are held in it and in LLVM's module meanwhile.
+    parent). Big constants are not in the text on ELF targets (``elf_constants``); elsewhere
+    they are held in it and in LLVM's module meanwhile.
     """
     constants = read_only_arrays(llvm_module)
-    text = [module_bytes(llvm_module, lambda fns: share_constant_variants(fns, constants))]
+    parts = module_parts(llvm_module, lambda fns: share_constant_variants(fns, constants))
     llvm_module.globals.clear()
     del llvm_module
     gc.collect()
-    return parse_ir(text.pop())
+    return parts
+
+
+def _object_code(
+    parts: ModuleParts, tm: llvm.TargetMachine, splits: bool, say: Callable[[str], None]
+) -> tuple[bytes, Callable[[], str]]:
+    """The object of ``parts`` (spent) and a function printing its optimized IR: split over
+    worker processes (``split.py``) where the module is worth it and ``splits``, the
+    objects joined; else LLVM's one object, its text freed before LLVM optimizes."""
+    count = chunk_count(parts) if splits else 1
+    if count > 1:
+        chunks = split_module(parts, count)
+        workers = min(codegen_workers(), count)
+        say(f"LLVM optimization and object code, {count} parts in {workers} processes")
+        joined = join_objects(compile_chunks(chunks.texts, tm, workers), chunks.symbols())
+        if joined is not None:
+            parts.functions.clear()
+            return joined, lambda: "\n".join(_optimized_ir(t, tm) for t in chunks.texts)
+    optimized = parse_ir(parts.joined())
+    say("LLVM optimization")
+    optimize_parsed(optimized, tm)
+    say("object code")
+    return emit_object(optimized, tm), lambda: str(optimized)
+
+
+def _optimized_ir(text: bytearray, tm: llvm.TargetMachine) -> str:
+    return str(optimize_parsed(parse_ir(text), tm))
 
 
 def _silent(_: str) -> None:

@@ -138,13 +138,25 @@ def _aligned(x: int, align: int) -> int:
 
 
 @dataclass(frozen=True)
-class _Symbol:
+class Symbol:
+    """An ELF symbol table entry."""
+
     name: int
     info: int
     other: int
     shndx: int
     value: int
     size: int
+
+
+@dataclass(frozen=True)
+class Relocation:
+    """A relocation entry (``addend`` 0 in REL sections, whose addends are in the bytes)."""
+
+    offset: int
+    symbol: int
+    type: int
+    addend: int
 
 
 @dataclass(frozen=True)
@@ -196,13 +208,13 @@ class ElfObject:
             raise CodegenError("LLVM wrote an object aotc cannot add constants to (a bug)")
         return tables[0]
 
-    def symbols(self, symtab: int) -> list[_Symbol]:
+    def symbols(self, symtab: int) -> list[Symbol]:
         s = self.sections[symtab]
         raw = self.data[s.offset : s.offset + s.size]
         fields = struct.iter_unpack(self.symbol_format, raw)
         if self.wide:
-            return [_Symbol(*f) for f in fields]
-        return [_Symbol(n, info, other, shndx, v, sz) for n, v, sz, info, other, shndx in fields]
+            return [Symbol(*f) for f in fields]
+        return [Symbol(n, info, other, shndx, v, sz) for n, v, sz, info, other, shndx in fields]
 
     def symbol_names(self, symtab: int) -> list[bytes]:
         strings = self.sections[self.sections[symtab].link]
@@ -222,12 +234,12 @@ class ElfObject:
         symbols = self.symbols(symtab)
         first_global = table.info
         defined = {
-            i: _Symbol(symbols[i].name, (_STB_LOCAL << 4) | _STT_OBJECT, 0, *at)
+            i: Symbol(symbols[i].name, (_STB_LOCAL << 4) | _STT_OBJECT, 0, *at)
             for i, at in zip(placed, where, strict=True)
         }
         others = [i for i in range(first_global, len(symbols)) if i not in defined]
         old_of_new = [*range(first_global), *placed, *others]
-        entries = b"".join(self._symbol(defined.get(i, symbols[i])) for i in old_of_new)
+        entries = b"".join(self.pack_symbol(defined.get(i, symbols[i])) for i in old_of_new)
         out[table.offset : table.offset + table.size] = entries
         self.sections[symtab] = _replace(table, info=first_global + len(placed))
         new_of_old = [0] * len(symbols)
@@ -235,7 +247,8 @@ class ElfObject:
             new_of_old[old] = new
         return new_of_old
 
-    def _symbol(self, s: _Symbol) -> bytes:
+    def pack_symbol(self, s: Symbol) -> bytes:
+        """A symbol table entry's bytes."""
         if self.wide:
             return struct.pack(
                 self.symbol_format, s.name, s.info, s.other, s.shndx, s.value, s.size
@@ -255,16 +268,42 @@ class ElfObject:
                 raise CodegenError("LLVM wrote an address-significance table (a bug in aotc)")
 
     def _relocations(self, s: Section, new_of_old: list[int]) -> bytes:
-        word = "Q" if self.wide else "I"
-        addend = ("q" if self.wide else "i") if s.type == _SHT_RELA else ""
-        fmt = f"{self.order}{word}{word}{addend}"
-        shift = 32 if self.wide else 8
-        mask = (1 << shift) - 1
-        raw = self.data[s.offset : s.offset + s.size]
         return b"".join(
-            struct.pack(fmt, r[0], new_of_old[r[1] >> shift] << shift | r[1] & mask, *r[2:])
-            for r in struct.iter_unpack(fmt, raw)
+            self.relocation(s.type, r.offset, new_of_old[r.symbol], r.type, r.addend)
+            for r in self.relocations(s)
         )
+
+    def _relocation_format(self, kind: int) -> str:
+        word = "Q" if self.wide else "I"
+        addend = ("q" if self.wide else "i") if kind == _SHT_RELA else ""
+        return f"{self.order}{word}{word}{addend}"
+
+    def relocation_size(self, kind: int) -> int:
+        """The bytes of one entry of a REL or RELA section."""
+        return struct.calcsize(self._relocation_format(kind))
+
+    def relocations(self, s: Section) -> list[Relocation]:
+        """The entries of the REL or RELA section ``s``."""
+        shift = 32 if self.wide else 8
+        raw = self.data[s.offset : s.offset + s.size]
+        return [
+            Relocation(r[0], r[1] >> shift, r[1] & ((1 << shift) - 1), r[2] if len(r) > 2 else 0)
+            for r in struct.iter_unpack(self._relocation_format(s.type), raw)
+        ]
+
+    def relocation(self, kind: int, offset: int, symbol: int, type_: int, addend: int) -> bytes:
+        """One packed entry of a REL (``addend`` ignored) or RELA section."""
+        info = symbol << (32 if self.wide else 8) | type_
+        extra = (addend,) if kind == _SHT_RELA else ()
+        return struct.pack(self._relocation_format(kind), offset, info, *extra)
+
+    def identity(self) -> tuple[object, ...]:
+        """What objects joined into one must share: class, byte order, type, machine, flags."""
+        header = struct.unpack_from(self.header_format, self.data)
+        return (self.wide, self.order, header[1], header[2], header[7])
+
+    def word_bytes(self) -> int:
+        return 8 if self.wide else 4
 
     def section_headers(self, names_at: int, data: tuple[int, int, int]) -> bytes:
         """The section headers with the constants' section (offset, size, alignment) added

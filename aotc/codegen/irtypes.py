@@ -325,6 +325,67 @@ def module_bytes(
     texts of the defined functions (ASCII: constants are globals of their own) before they
     go in, after every other global.
     """
+    if edit is None:
+        return _whole_module_bytes(module)
+    return module_parts(module, edit).joined()
+
+
+@dataclass
+class ModuleParts:
+    """A module's text in three parts (``module_parts``): everything but the defined
+    functions (header, globals with their bytes spliced in, declarations), the defined
+    functions' texts, and the metadata with the closing NUL. Joined in this order they are
+    ``module_bytes``; ``codegen/split.py`` makes several modules of them."""
+
+    prelude: bytearray
+    functions: list[str]
+    tail: bytes
+
+    def joined(self) -> bytearray:
+        """The module's bytes; the parts are spent (their texts freed as they go in)."""
+        out, self.prelude = self.prelude, bytearray()
+        self.functions.reverse()
+        while self.functions:
+            out += b"\n"
+            out += self.functions.pop().encode("latin-1")  # as parse_ir reads a constant
+        out += self.tail
+        return out
+
+
+def module_parts(module: ir.Module, edit: Callable[[list[str]], list[str]]) -> ModuleParts:
+    """``module_bytes`` with ``edit``, in its three parts (the module is spent the same way)."""
+    out = _module_header(module)
+    frozen = _FROZEN.pop(module, {})
+    functions: list[str] = []
+    for value in module.globals.values():
+        if value.name in frozen:
+            functions.append(_thawed(value, frozen.pop(value.name)).decode("latin-1"))
+            continue
+        if isinstance(value, ir.Function) and value.blocks:
+            functions.append(str(value))
+        else:
+            out += b"\n"
+            _splice_text(out, value)
+        _release(value)
+    functions = edit(functions)
+    return ModuleParts(out, functions, _module_tail(module))
+
+
+def _whole_module_bytes(module: ir.Module) -> bytearray:
+    out = _module_header(module)
+    frozen = _FROZEN.pop(module, {})
+    for value in module.globals.values():
+        out += b"\n"
+        if value.name in frozen:
+            out += _thawed(value, frozen.pop(value.name))
+            continue
+        _splice_text(out, value)
+        _release(value)
+    out += _module_tail(module)
+    return out
+
+
+def _module_header(module: ir.Module) -> bytearray:
     out = bytearray()
     header = [
         f'; ModuleID = "{module.name}"',
@@ -334,29 +395,14 @@ def module_bytes(
         *(t.get_declaration() for t in module.get_identified_types().values()),
     ]
     _splice_text(out, "\n".join(header))
-    frozen = _FROZEN.pop(module, {})
-    functions: list[str] = []
-    for value in module.globals.values():
-        if value.name in frozen:
-            printed = _thawed(value, frozen.pop(value.name))
-            if edit is not None:
-                functions.append(printed.decode("latin-1"))
-            else:
-                out += b"\n"
-                out += printed
-            continue
-        if edit is not None and isinstance(value, ir.Function) and value.blocks:
-            functions.append(str(value))
-        else:
-            out += b"\n"
-            _splice_text(out, value)
-        _release(value)
-    for text in edit(functions) if edit is not None else ():
-        out += b"\n"
-        out += text.encode("latin-1")  # as parse_ir reads an unspliced constant
+    return out
+
+
+def _module_tail(module: ir.Module) -> bytes:
+    out = bytearray()
     _splice_text(out, "".join(f"\n{line}" for line in module._get_metadata_lines()))
     out += b"\0"
-    return out
+    return bytes(out)
 
 
 #: module -> name -> (printed text, prototype) of each function ``freeze_functions`` freed
