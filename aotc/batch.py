@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aotc.cache import CacheOutcome, CachePolicy, compile_cached
+from aotc.codegen.workers import set_codegen_workers
 from aotc.driver import CompileResult, SourceOptions, TargetOverrides
 from aotc.errors import UsageError
 from aotc.outputs import Outputs, output_prefix, write_outputs
@@ -103,10 +104,15 @@ def compile_jobs(
     this process as each one ends (``future.result()`` re-raises the job's error). Workers are
     spawned, not forked, so that no LLVM state is inherited. Ctrl-C cancels what has not
     started; what has is interrupted too (the workers share the terminal's process group) and
-    leaves no files behind (outputs are written atomically)."""
+    leaves no files behind (outputs are written atomically). The ``workers`` are shared: a
+    model's code generation (``codegen/workers.py``) gets what the models at once leave."""
     check_distinct_outputs(jobs)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
+    processes = min(workers, len(jobs))
+    each = max(1, workers // processes)  # codegen workers of each model: no oversubscription
+    with ProcessPoolExecutor(
+        processes, mp_context=context, initializer=set_codegen_workers, initargs=(each,)
+    ) as pool:
         futures = {pool.submit(_worker, job, settings): job for job in jobs}
         try:
             for future in as_completed(futures):

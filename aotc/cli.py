@@ -35,6 +35,7 @@ from aotc.cache_folder import (
     format_size,
     parse_size,
 )
+from aotc.codegen.workers import set_codegen_workers
 from aotc.driver import CompileResult, SourceOptions, TargetOverrides, pipeline_options
 from aotc.errors import AotcError, OutputError, UsageError
 from aotc.outputs import EMITS
@@ -333,7 +334,8 @@ def many_options(fn: F) -> F:
         "--jobs",
         type=click.IntRange(min=1),
         metavar="N",
-        help="Compile up to N models at once, one process each. Default: the CPU count.",
+        help="Use up to N processes: models compiled at once (one process each), or one "
+        "model's code generation split over N. Default: the CPU count.",
     )(fn)
     return click.option(
         "--list",
@@ -460,6 +462,7 @@ def compile_command(
     if len(todo) > 1:
         compile_many(todo, settings, jobs or default_workers(), quiet)
         return
+    set_codegen_workers(jobs)
     with progress.display(enabled=not quiet):
         result, outcome = compile_job(todo[0], settings)
     if not quiet:
