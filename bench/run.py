@@ -167,6 +167,7 @@ def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str,
         systems[name] = measure(fn, ref)
         print(f"  {name} {_short(systems[name])}", flush=True)
     more = {str(t): bench_threads(model, args, runs, ref, t) for t in args.threads if t > 1}
+    every_core = compile_on_every_core(model, args, systems, ref)
     return {
         "name": model.name,
         "kind": model.kind,
@@ -175,6 +176,7 @@ def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str,
         "flops": model.flops,
         "systems": systems,
         **({"threads": more} if more else {}),
+        **({"compile_every_core": every_core} if every_core else {}),
         **hardware_limit(model, args, ref),
     }
 
@@ -202,6 +204,36 @@ def bench_threads(model: models.BenchModel, args: argparse.Namespace, runs: Runs
     finally:
         pin(1)
     return systems
+
+
+def compile_on_every_core(model: models.BenchModel, args: argparse.Namespace,
+                          systems: dict[str, Any], ref: np.ndarray) -> dict[str, Any]:  # fmt: skip
+    """Both compilers again, unpinned (every CPU this process may use): aotc splits its
+    LLVM work over them (``codegen/workers.py``); whether tfcompile uses more than one is
+    for the numbers to say. Seconds (and aotc's peak MB), for the compilers that compiled
+    pinned; empty on a one-CPU machine."""
+    if len(CPUS) < 2:
+        return {}
+    found: dict[str, Any] = {"cpus": len(CPUS)}
+    pin(len(CPUS))
+    try:
+        if systems.get("aotc", {}).get("status") == "ok":
+            work = args.work / model.name / "every-core"
+            built = aotc_runner.compile_model(args.aotc, model.graph, model.config, model.name,
+                                              work, ["--report", str(work / REPORT)])  # fmt: skip
+            stages = json.loads((work / REPORT).read_text()).get("stage_seconds") or {}
+            found["aotc"] = {"compile_s": round(built.seconds, 3),
+                             "compile_call_s": round(sum(stages.values()), 3) or None,
+                             "compile_peak_mb": round(built.peak_bytes / 1e6, 1)}  # fmt: skip
+        if systems.get("tfcompile", {}).get("status") == "ok":
+            t = baselines.tfcompile(model, (0, 1, 0.0), ref, args.tfcompile_cache)
+            found["tfcompile"] = {"compile_s": t.compile_s}
+    except Exception:  # noqa: BLE001 - the pinned numbers stand without these
+        traceback.print_exc(limit=2)
+    finally:
+        pin(1)
+    print(f"  compile on {len(CPUS)} cpus: {found}", flush=True)
+    return found
 
 
 def hardware_limit(model: models.BenchModel, args: argparse.Namespace, ref: np.ndarray) -> dict:

@@ -32,6 +32,7 @@ CHUNK_BYTES = 512 * 1024
 #: Enough chunks to keep 16 cores busy and balance uneven ones on fewer.
 MAX_CHUNKS = 16
 
+_START = re.compile(r"^define ", re.M)
 _REFERENCE = re.compile(r'@"((?:[^"\\]|\\.)*)"')
 _DEFINE = re.compile(r'^define (internal )?[^@]*@"((?:[^"\\]|\\.)*)"\(')
 # Globals written at run time: constants may be copied into every chunk, these may not.
@@ -58,7 +59,7 @@ def _unescaped(name: str) -> bytes:
 @dataclass(frozen=True)
 class _Function:
     name: str
-    lines: list[str]  # from the define line to the closing brace
+    text: str  # from the define line to the closing brace
     internal: bool
     inlinable: bool
     refs: frozenset[str]  # what it references by name (other globals too)
@@ -98,25 +99,20 @@ def _functions(texts: list[str]) -> dict[str, _Function]:
     """The defined functions of ``texts`` (each one or more functions), in order, by name."""
     found: dict[str, _Function] = {}
     for text in texts:
-        lines = text.split("\n")
-        start = -1
-        for k, line in enumerate(lines):
-            if line.startswith("define "):
-                start = k
-            elif line == "}" and start >= 0:
-                found_fn = _function(lines[start : k + 1])
-                found[found_fn.name] = found_fn
-                start = -1
+        for match in _START.finditer(text):
+            fn = _function(text[match.start() : text.index("\n}", match.start()) + 2])
+            found[fn.name] = fn
     return found
 
 
-def _function(lines: list[str]) -> _Function:
-    match = _DEFINE.match(lines[0])
-    assert match, f"an unexpected define line: {lines[0][:80]!r}"
-    head = lines[0][lines[0].index(")") :]
-    refs = {m for line in lines[1:] if '@"' in line for m in _REFERENCE.findall(line)}
+def _function(text: str) -> _Function:
+    head, _, body = text.partition("\n")
+    match = _DEFINE.match(head)
+    assert match, f"an unexpected define line: {head[:80]!r}"
+    refs = frozenset(_REFERENCE.findall(body))
     internal = match.group(1) is not None
-    return _Function(match.group(2), lines, internal, " noinline" not in head, frozenset(refs))
+    inlinable = " noinline" not in head[head.rindex(")") :]
+    return _Function(match.group(2), text, internal, inlinable, refs)
 
 
 def _units(
@@ -168,10 +164,7 @@ def _deal(
     """The functions of each chunk: chunk 0 has the units with an exported function or one
     using a mutable global, the others go biggest first to the least filled chunk (ties: the
     first)."""
-    size = {
-        root: sum(len(line) + 1 for n in names for line in functions[n].lines)
-        for root, names in units.items()
-    }
+    size = {root: sum(len(functions[n].text) for n in names) for root, names in units.items()}
     chunks: list[set[str]] = [set() for _ in range(count)]
     load = [0] * count
     order = {root: k for k, root in enumerate(units)}
@@ -218,10 +211,10 @@ def _chunk_text(
         out += b"\n" + _declaration(functions[name]).encode()
     for name in names:
         fn = functions[name]
-        head = fn.lines[0]
+        head, _, body = fn.text.partition("\n")
         if name in shared:
             head = head.replace("define internal ", "define hidden ", 1)
-        out += ("\n" + "\n".join([head, *fn.lines[1:]])).encode("latin-1")
+        out += f"\n{head}\n{body}".encode("latin-1")
     out += parts.tail
     return out
 
@@ -234,6 +227,6 @@ def _called_elsewhere(
 
 def _declaration(fn: _Function) -> str:
     """The declaration of a function defined in another chunk, from its define line."""
-    head = fn.lines[0].removesuffix("{").rstrip()
+    head = fn.text.partition("\n")[0].removesuffix("{").rstrip()
     rest = head.removeprefix("define ").removeprefix("internal ")
     return ("declare hidden " if fn.internal else "declare ") + rest
