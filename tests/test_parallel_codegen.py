@@ -11,6 +11,8 @@ REL relocations, riscv64, x86-64 cpu levels), bit for bit as the object compiled
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 
 import numpy as np
@@ -109,3 +111,14 @@ def test_objects_of_different_machines_are_not_joined() -> None:
     x86 = compile_entry(_module(), "m", TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
     arm = compile_entry(_module(), "m", _spec("aarch64"))
     assert join_objects([x86.object_bytes, arm.object_bytes], set()) is None
+
+
+def test_a_worker_killed_is_a_codegen_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def killed(text: bytearray, tm: object) -> bytes:
+        os.kill(os.getpid(), signal.SIGKILL)  # in the forked worker: as the OOM killer would
+        raise AssertionError("not reached")
+
+    monkeypatch.setattr(workers, "_compile", killed)
+    tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
+    with pytest.raises(CodegenError, match="killed by signal 9"):
+        workers.compile_chunks([bytearray(b"\0"), bytearray(b"\0")], tm, 2)

@@ -217,8 +217,8 @@ def _object_code(
     count = chunk_count(parts) if splits else 1
     if count > 1:
         chunks = split_module(parts, count)
-        workers = min(codegen_workers(), count)
-        say(f"LLVM optimization and object code, {count} parts in {workers} processes")
+        workers = min(codegen_workers(), len(chunks.texts))
+        say(f"LLVM optimization and object code, {len(chunks.texts)} parts, {workers} processes")
         joined = join_objects(compile_chunks(chunks.texts, tm, workers), chunks.symbols())
         if joined is not None:
             parts.functions.clear()

@@ -2,11 +2,11 @@
 
 Workers are forked once the chunks' texts exist: they share the parent's pages (the emitted
 model, its constants) copy-on-write and build their LLVM modules after the fork, from the
-target machine the parent made (LLVM holds no threads in it: forking is safe, as the
-target probe in ``target.py`` already does). Chunks are dealt to workers biggest first, each
-worker sends its objects back through a pipe and exits; the objects do not depend on which
-worker compiled them. With one worker (one usable cpu) the chunks are compiled one after
-the other in this process: the same bytes.
+target machine the parent made (LLVM holds no threads in it: forking is safe, as the target
+probe in ``target.py`` does it). Workers take chunks from a queue (a pipe), biggest first,
+each as soon as it is done with its last; each sends its objects back through a pipe of its
+own and exits. The objects do not depend on which worker compiled them. With one worker (one
+usable cpu) the chunks are compiled one after the other in this process: the same bytes.
 
 How many workers: ``set_codegen_workers`` (the command line's ``-j``, divided among the
 models it compiles at once), else the ``AOTC_CODEGEN_JOBS`` environment variable, else the
@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-from collections.abc import Sequence
+import struct
+from collections.abc import Iterator
 
 import llvmlite.binding as llvm
 
@@ -50,8 +51,11 @@ def compile_chunks(texts: list[bytearray], tm: llvm.TargetMachine, workers: int)
     """Each chunk's relocatable object, in order, from up to ``workers`` processes."""
     if workers <= 1 or not hasattr(os, "fork"):
         return [_compile(text, tm) for text in texts]
-    shares = _deal([len(t) for t in texts], min(workers, len(texts)))
-    children = [_fork(texts, share, tm) for share in shares]
+    queue = _queue(texts)
+    try:
+        children = [_fork(texts, queue, tm) for _ in range(min(workers, len(texts)))]
+    finally:
+        os.close(queue)
     objects: dict[int, bytes] = {}
     waiting = dict(children)
     try:
@@ -68,19 +72,20 @@ def _compile(text: bytearray, tm: llvm.TargetMachine) -> bytes:
     return emit_object(optimize_parsed(parse_ir(text), tm), tm)
 
 
-def _deal(sizes: Sequence[int], workers: int) -> list[list[int]]:
-    """The chunks of each worker, biggest first to the least loaded (ties: the first)."""
-    shares: list[list[int]] = [[] for _ in range(workers)]
-    load = [0] * workers
-    for k in sorted(range(len(sizes)), key=lambda k: (-sizes[k], k)):
-        w = load.index(min(load))
-        shares[w].append(k)
-        load[w] += sizes[k]
-    return shares
+def _queue(texts: list[bytearray]) -> int:
+    """The read end of a pipe holding the chunk numbers, biggest chunk first: each worker takes
+    the next one when it is done with its last (a 4-byte read of 4-byte records is atomic), so
+    chunks whose LLVM time is not in proportion to their size still balance."""
+    reader, writer = os.pipe()
+    order = sorted(range(len(texts)), key=lambda k: (-len(texts[k]), k))
+    with os.fdopen(writer, "wb") as stream:  # 4 bytes a chunk: far below the pipe's buffer
+        stream.write(b"".join(struct.pack("<I", k) for k in order))
+    return reader
 
 
-def _fork(texts: list[bytearray], share: list[int], tm: llvm.TargetMachine) -> tuple[int, int]:
-    """A worker compiling the chunks ``share``: its pid and the read end of its pipe."""
+def _fork(texts: list[bytearray], queue: int, tm: llvm.TargetMachine) -> tuple[int, int]:
+    """A worker compiling the chunks it takes from ``queue``: its pid and the read end of
+    the pipe it answers through."""
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child never returns into the caller's code
@@ -89,7 +94,7 @@ def _fork(texts: list[bytearray], share: list[int], tm: llvm.TargetMachine) -> t
             os.close(reader)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             try:
-                result: object = [(k, _compile(texts[k], tm)) for k in share]
+                result: object = [(k, _compile(texts[k], tm)) for k in _taken(queue)]
             except CodegenError as err:
                 result = str(err)
             with os.fdopen(writer, "wb") as stream:
@@ -101,16 +106,25 @@ def _fork(texts: list[bytearray], share: list[int], tm: llvm.TargetMachine) -> t
     return pid, reader
 
 
+def _taken(queue: int) -> Iterator[int]:
+    """The chunk numbers this worker takes from the queue, one at a time, until it is empty."""
+    while record := os.read(queue, 4):
+        yield struct.unpack("<I", record)[0]
+
+
 def _collect(pid: int, reader: int) -> list[tuple[int, bytes]]:
     """What a worker sent; its error is raised here."""
     with os.fdopen(reader, "rb") as stream:
         data = stream.read()
     status = os.waitpid(pid, 0)[1]
     if status != 0 or not data:
-        raise CodegenError(
-            f"an LLVM worker process ended with status {status:#x} (LLVM aborted: see its "
-            "message above)"
+        how = (
+            f"was killed by signal {os.WTERMSIG(status)} (out of memory?)"
+            if os.WIFSIGNALED(status)
+            else f"exited with status {os.waitstatus_to_exitcode(status)} (LLVM aborted: its "
+            "message is above)"
         )
+        raise CodegenError(f"a code generation worker process {how}; -j 1 compiles in this process")
     result = pickle.loads(data)
     if isinstance(result, str):
         raise CodegenError(result)
