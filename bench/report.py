@@ -254,18 +254,18 @@ def compile_table(results: list[dict[str, Any]]) -> list[str]:
         constants = r["constant_bytes"] / 1e6
         target = MEMORY_FACTOR * constants + MEMORY_EXTRA_MB
         call, tf_s = r.get("compile_call_s"), theirs.get("compile_s")
-        ratio = _ratio(call, tf_s)
+        ratio = _quotient(call, tf_s)
         all_cores = r.get("compile_every_core", {})
         call_all = all_cores.get("aotc", {}).get("compile_call_s")
         tf_all = all_cores.get("tfcompile", {}).get("compile_s")
-        ratio_all = _ratio(call_all, tf_all)
+        ratio_all = _quotient(call_all, tf_all)
         marks = [f"memory {_mark(peak <= target)}"]
         for label, value in (("1 core", ratio), (every, ratio_all)):
             if value is not None:
                 marks.insert(-1, f"time ({label}) {_mark(value <= COMPILE_TIME_TARGET)}")
         lines.append(
             f"| {r['name']} | {constants:.1f} | {seconds:.2f} | {_fmt_s(call)} | {_fmt_s(tf_s)} | "
-            f"{_fmt_ratio(ratio)} | {_fmt_ratio(_ratio(seconds, tf_s))} | {_fmt_s(call_all)} | "
+            f"{_fmt_ratio(ratio)} | {_fmt_ratio(_quotient(seconds, tf_s))} | {_fmt_s(call_all)} | "
             f"{_fmt_s(tf_all)} | {_fmt_ratio(ratio_all)} | {peak:.0f} | {target:.0f} | "
             f"{', '.join(marks)} |"
         )
@@ -285,7 +285,7 @@ def compile_table(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _ratio(ours: float | None, theirs: float | None) -> float | None:
+def _quotient(ours: float | None, theirs: float | None) -> float | None:
     return ours / theirs if ours and theirs else None
 
 
