@@ -143,7 +143,12 @@ def leave_vector_loops_rolled(fn: ir.Function) -> None:
         isinstance(inst.type, ir.VectorType) for block in fn.blocks for inst in block.instructions
     )
     if vector:
-        mark_back_edges(fn.blocks, loop_hint(fn.module, "llvm.loop.unroll.disable"), False)
+        leave_loops_rolled(fn)
+
+
+def leave_loops_rolled(fn: ir.Function) -> None:
+    """``llvm.loop.unroll.disable`` on each loop of ``fn`` without a hint of its own."""
+    mark_back_edges(fn.blocks, loop_hint(fn.module, "llvm.loop.unroll.disable"), False)
 
 
 # Innermost loops of this many iterations are kept for the loop vectorizer where it should
