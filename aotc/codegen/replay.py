@@ -35,16 +35,12 @@ from llvmlite import ir
 
 from aotc.codegen.irtypes import frozen_text, set_frozen_text
 from aotc.codegen.parallel import KernelFunction
+from aotc.hlo.finite import ELEMENT_MOVES  # what known_finite looks through, so may a kernel
 from aotc.hlo.ir import Computation, Instruction, Opcode
 
 if TYPE_CHECKING:  # the kernels import this module
     from aotc.codegen.kernels.gemm_plan import GemmPlan
 
-#: Data movement ``hlo.finite.known_finite`` looks through, and so may a kernel.
-_MOVES = frozenset({
-    Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.TRANSPOSE, Opcode.SLICE,
-    Opcode.REVERSE, Opcode.COPY,
-})  # fmt: skip
 
 _REFERENCE = re.compile(r'@"((?:[^"\\]|\\.)*)"')
 
@@ -70,7 +66,7 @@ def twin_key(
 
     for operand in inst.operands:
         chain = [operand]
-        while chain[-1].opcode in _MOVES and len(chain[-1].operands) == 1:
+        while chain[-1].opcode in ELEMENT_MOVES and len(chain[-1].operands) == 1:
             chain.append(chain[-1].operands[0])
         for j in range(len(chain) - 1, -1, -1):  # the deepest first: operands before users
             if id(chain[j]) not in numbers:

@@ -27,10 +27,10 @@ from aotc.hlo.shape import PrimitiveType
 from aotc.hlo.views import Atom, View
 
 #: Data movement a term may pass through (``add`` joins terms).
-_MOVES = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOSE, Opcode.SLICE,
-                    Opcode.BROADCAST))  # fmt: skip
+MOVES = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOSE, Opcode.SLICE,
+                   Opcode.BROADCAST))  # fmt: skip
 #: Data movement that keeps every element (the output and P chains).
-_BIJECTIONS = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOSE))
+BIJECTIONS = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOSE))
 #: What the scores' elementwise ops may read besides the score dot: elemental ops (the
 #: fused emitter's vector generators compute them), at most this many.
 _ELEMENTAL = ELEMENTWISE | DATA_MOVEMENT | {Opcode.IOTA, Opcode.CONSTANT, Opcode.PARAMETER}
@@ -90,7 +90,7 @@ def plan_attention(comp: Computation) -> AttentionPlan | None:
     if dot2 is None or out is None or not _f32(dot2):
         return None
     for side in (0, 1):  # P is the value dot's lhs (TF), or its rhs (JAX: dot(V, P))
-        parts = _softmax(_below(dot2.operands[side], _BIJECTIONS - {Opcode.TRANSPOSE}))
+        parts = _softmax(_below(dot2.operands[side], BIJECTIONS - {Opcode.TRANSPOSE}))
         read = None if parts is None else _score_read(parts[0])
         if parts is not None and read is not None:
             return _assemble(read, parts[0], dot2, side, out, parts[1])
@@ -100,7 +100,7 @@ def plan_attention(comp: Computation) -> AttentionPlan | None:
 def _assemble(
     read: Instruction, x: Instruction, dot2: Instruction, side: int, out: View, divide: bool
 ) -> AttentionPlan | None:
-    dot1 = _below(read, _BIJECTIONS - {Opcode.TRANSPOSE})
+    dot1 = _below(read, BIJECTIONS - {Opcode.TRANSPOSE})
     if not _f32(dot1) or x.array_shape.dims[-1] != dot1.array_shape.dims[-1]:
         return None
     dims1, dims2 = dot1.attrs_as(DotDims), dot2.attrs_as(DotDims)
@@ -152,7 +152,7 @@ def _output_chain(root: Instruction) -> tuple[Instruction | None, View | None]:
         return None, None
     view: View | None = View.row_major(root.array_shape.dims)
     inst = root
-    while inst.opcode in _BIJECTIONS and view is not None and _f32(inst):
+    while inst.opcode in BIJECTIONS and view is not None and _f32(inst):
         operand = inst.operands[0]
         if inst.opcode is Opcode.TRANSPOSE:
             perm = inst.attrs_as(Dimensions).dimensions
@@ -246,7 +246,7 @@ def _score_read(x: Instruction) -> Instruction | None:
         inst, expanded = stack.pop()
         if id(inst) in seen and not expanded:
             continue
-        if _below(inst, _BIJECTIONS - {Opcode.TRANSPOSE}).opcode is Opcode.DOT:
+        if _below(inst, BIJECTIONS - {Opcode.TRANSPOSE}).opcode is Opcode.DOT:
             if inst.array_shape.dims != dims or not _f32(inst):
                 return None
             seen.add(id(inst))
@@ -313,7 +313,7 @@ def _terms(top: Instruction) -> list[tuple[int, View]] | None:
         if inst.opcode is Opcode.PARAMETER:
             memo[id(inst)] = [(_number(inst), View.row_major(inst.array_shape.dims))]
             continue
-        if inst.opcode not in _MOVES and inst.opcode is not Opcode.ADD:
+        if inst.opcode not in MOVES and inst.opcode is not Opcode.ADD:
             return None
         missing = [op for op in inst.operands if id(op) not in memo]
         if missing:

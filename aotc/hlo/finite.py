@@ -16,7 +16,7 @@ import numpy as np
 from aotc.hlo.ir import ConvAttrs, Instruction, Opcode
 
 #: Opcodes that only move or repeat their one operand's elements (finite in, finite out).
-_MOVES = frozenset({
+ELEMENT_MOVES = frozenset({
     Opcode.BROADCAST, Opcode.RESHAPE, Opcode.BITCAST, Opcode.TRANSPOSE, Opcode.SLICE,
     Opcode.REVERSE, Opcode.COPY,
 })  # fmt: skip
@@ -25,7 +25,7 @@ _MOVES = frozenset({
 def known_finite(inst: Instruction) -> bool:
     """Every element of ``inst`` is finite: an integer or pred value, or a constant (moved
     by data-movement ops) without infinities and NaNs."""
-    while inst.opcode in _MOVES and len(inst.operands) == 1:
+    while inst.opcode in ELEMENT_MOVES and len(inst.operands) == 1:
         inst = inst.operands[0]
     if inst.is_tuple:
         return False

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from aotc.hlo.attention_plan import plan_attention
+from aotc.hlo.attention_plan import BIJECTIONS, MOVES, plan_attention
 from aotc.hlo.builder import NameUniquer
 from aotc.hlo.fusion_plan import FusionPlan
 from aotc.hlo.ir import (
@@ -33,9 +33,6 @@ from aotc.hlo.ir import (
 from aotc.passes.rewrite import copy_instructions, module_names
 
 _RESHAPES = frozenset((Opcode.RESHAPE, Opcode.BITCAST))
-_MOVES = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOSE, Opcode.SLICE,
-                    Opcode.BROADCAST))  # fmt: skip
-_BIJECTIONS = frozenset((Opcode.RESHAPE, Opcode.BITCAST, Opcode.COPY, Opcode.TRANSPOSE))
 
 Users = dict[int, list[Instruction]]
 
@@ -95,7 +92,7 @@ def _group(dot2: Instruction, users: Users) -> tuple[list[Instruction], Instruct
     others = [op for op in softmax.operands if op is not scores[0]]
     _take_producers([*dot1.operands, dot2.operands[1 - side], *others], users, members)
     root = dot2
-    while _once(root, users) and _is_move(users[id(root)][0], _BIJECTIONS, single_input=True):
+    while _once(root, users) and _is_move(users[id(root)][0], BIJECTIONS, single_input=True):
         root = users[id(root)][0]
         members.append(root)
     return members, root
@@ -129,7 +126,7 @@ def _take_producers(start: list[Instruction], users: Users, members: list[Instru
         inst = pending.pop()
         if id(inst) in ids or not _once(inst, users):
             continue
-        if not _is_move(inst, _MOVES | {Opcode.ADD}, single_input=False):
+        if not _is_move(inst, MOVES | {Opcode.ADD}, single_input=False):
             continue
         ids.add(id(inst))
         members.append(inst)
