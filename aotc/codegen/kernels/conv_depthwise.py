@@ -104,7 +104,7 @@ def emit_depthwise_conv(
     """Compute the convolution into ``call.out`` (lhs: the input, rhs: the HWIO kernel).
 
     Split over threads, the units are output rows or, for a few rows of many channels (7x7
-    and 14x14 layers, ``splits_channels``), output rows of one group of channels,
+    layers, ``splits_channels``), output rows of one group of channels,
     group-major: the threads' shares are even, and each reads the channels the feature split
     of its producer (``conv_rows.by_features``) left in its cache.
     """
@@ -116,8 +116,9 @@ def emit_depthwise_conv(
         emit_row(b, n, oh)
 
 
-#: Output rows (times the batch) below which a split shares channels rather than rows.
-FEW_ROWS = 16
+#: Output rows (times the batch) below which a split shares channels rather than rows (at
+#: 14x14, where the neighbouring 1x1 layers split by rows, it measured slower).
+FEW_ROWS = 8
 #: Channel vectors per unit of a split by channels: each column's tap reads a few whole
 #: cache lines of the input.
 GROUP_VECTORS = 4

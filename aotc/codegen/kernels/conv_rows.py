@@ -174,15 +174,24 @@ def emit_row_conv(
         emit_row(b, n, oh, None)
 
 
+#: Output rows (times the batch) below which a convolution whose weights outweigh its input
+#: loops over feature blocks outside the rows. At 14x14, split by feature blocks, each
+#: thread read half its input from the other core (written by a split by rows) and measured
+#: slower on two threads than split by rows (MobileNetV2, 3%).
+FEW_ROWS = 8
+
+
 def by_features(spec: RowConv, info: VectorInfo, scaled: bool) -> bool:
-    """Whether the convolution loops over feature blocks outside its rows: when its weights
-    outweigh its input (a block's weights stay in cache over the rows; split by rows, every
-    thread would stream all the weights, by blocks all the input), or are scaled per call
-    (split by rows, each thread would scale all of them)."""
+    """Whether the convolution loops over feature blocks outside its rows: in a layer of
+    fewer than ``FEW_ROWS`` rows whose weights outweigh its input (a block's weights stay in
+    cache over the rows; split by rows, every thread would stream all the weights and a
+    7-row layer split 4:3), or where the weights are scaled per call (split by rows, each
+    thread would scale all of them)."""
     if -(-spec.cout // spec.plan(info).nr) < 2:
         return False
     input_bytes = spec.batch * spec.in_hw[0] * spec.in_hw[1] * spec.cin * 4
-    return scaled or spec.weights.nbytes > input_bytes
+    few = spec.batch * spec.out_hw[0] < FEW_ROWS
+    return scaled or (few and spec.weights.nbytes > input_bytes)
 
 
 def _emit_by_features(
