@@ -101,6 +101,8 @@ class _Join:
             if s.flags & _SHF_ALLOC == 0 and out.parts:
                 if bytes(out.data) != data:
                     raise _CannotJoin(f"{out.name!r} differs between chunks")
+                if any(r.type in (_SHT_REL, _SHT_RELA) and r.info == k for r in elf.sections):
+                    raise _CannotJoin(f"relocations in {out.name!r}, kept once")
                 placed[k] = (self.outs.index(out), 0)
                 continue
             start = -(-out.size // max(s.addralign, 1)) * max(s.addralign, 1)
@@ -301,8 +303,10 @@ class _Join:
         found: dict[int, tuple[int, list[bytes]]] = {}
         for c, elf in enumerate(self.elves):
             for s in elf.sections:
-                if s.type not in (_SHT_REL, _SHT_RELA) or s.info not in self.where[c]:
+                if s.type not in (_SHT_REL, _SHT_RELA):
                     continue
+                if s.info not in self.where[c]:
+                    raise _CannotJoin("relocations for a section not joined")
                 o, offset = self.where[c][s.info]
                 kind, entries = found.setdefault(o, (s.type, []))
                 if kind != s.type:

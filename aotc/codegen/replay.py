@@ -27,7 +27,7 @@ import contextvars
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,7 +36,7 @@ from llvmlite import ir
 from aotc.codegen.irtypes import frozen_text, set_frozen_text
 from aotc.codegen.parallel import KernelFunction
 from aotc.hlo.finite import ELEMENT_MOVES  # what known_finite looks through, so may a kernel
-from aotc.hlo.ir import Computation, Instruction, Opcode
+from aotc.hlo.ir import Computation, FusionAttrs, Instruction, Opcode
 
 if TYPE_CHECKING:  # the kernels import this module
     from aotc.codegen.kernels.gemm_plan import GemmPlan
@@ -84,7 +84,27 @@ def twin_key(
         for i in comp.instructions:
             add(i, i.operands, [called_numbers[id(c)] for c in i.called])
     add(inst, inst.operands, [called_numbers[id(c)] for c in inst.called])
+    fusions = [i for comp in computations for i in comp.instructions] + [inst]
+    for fusion in fusions:
+        if fusion.opcode is Opcode.FUSION:
+            rows.append(("plan", number(fusion), _plan_signature(fusion, number)))
     return tuple(rows), constants
+
+
+def _plan_signature(fusion: Instruction, number: Callable[[Instruction], int]) -> object:
+    """What a fusion's plan tells its kernel (``FusionAttrs`` leaves the plan out of its
+    repr): every field, with the instructions it names as their numbers in the key."""
+
+    def value(v: object) -> object:
+        if isinstance(v, Instruction):
+            return ("instruction", number(v))
+        if isinstance(v, tuple):
+            return tuple(value(x) for x in v)
+        if is_dataclass(v) and not isinstance(v, type):
+            return (type(v).__name__, *(value(getattr(v, f.name)) for f in fields(v)))
+        return v
+
+    return value(fusion.attrs_as(FusionAttrs).plan)
 
 
 def number_of_root(comp: Computation) -> int:
@@ -177,17 +197,22 @@ def note_pack(name: str, plan: GemmPlan, weights: np.ndarray, result: str) -> No
     if rec is None:
         return
     pointer = weights.__array_interface__["data"][0]
+    holders = []
     for k, c in enumerate(rec.constants):
         literal = c.literal
         if literal is None or not literal.flags.c_contiguous:
             continue
         start = literal.__array_interface__["data"][0]
         if start <= pointer < start + literal.nbytes:
-            view = (pointer - start, weights.shape, weights.strides, weights.dtype.str)
-            rec.packs.append(_Pack(name, plan, k, view, result))
-            rec.valid = rec.valid and _renames(name, rec.name)
-            return
-    rec.valid = False
+            holders.append((k, pointer - start))
+    if len(holders) != 1:  # none, or constants sharing memory: which one a twin's is, is unclear
+        rec.valid = False
+        return
+    k, at = holders[0]
+    rec.packs.append(
+        _Pack(name, plan, k, (at, weights.shape, weights.strides, weights.dtype.str), result)
+    )
+    rec.valid = rec.valid and _renames(name, rec.name)
 
 
 def note_share(offered: str, kept: str, text: str) -> None:

@@ -185,6 +185,8 @@ def _softmax(y: Instruction) -> tuple[Instruction, bool] | None:
         return None
     if e.opcode is not Opcode.EXP or not _row_reduce(total, e, Opcode.ADD, 0.0):
         return None
+    if not (_f32(y) and _f32(e)):  # the kernel computes the softmax in f32
+        return None
     d = e.operands[0]
     if d.opcode is not Opcode.SUBTRACT:
         return None

@@ -89,7 +89,7 @@ class FusionPlan:
 
     def named(self) -> tuple[Instruction, ...]:
         """The instructions the plan refers to."""
-        dots = () if self.attention is None else self.attention.dots
+        dots = () if self.attention is None else self.attention.named()
         return (*self.cached, *self.rows, *(() if self.dot is None else (self.dot,)), *dots)
 
     def remapped(self, copies: Mapping[int, Instruction]) -> FusionPlan:

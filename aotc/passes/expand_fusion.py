@@ -132,7 +132,7 @@ def _nest(module: Module, consumer: Instruction, producer: Instruction, names: N
     consumer.operands = operands
     _place_before(module, producer.called[0], comp)
     plan = plan_computation(comp)
-    assert plan is not None, "a nested producer keeps the output plan"
+    assert plan is not None and plan.kind is FusionKind.OUTPUT, "a nested producer keeps it"
     consumer.attrs = FusionAttrs(FusionKind.OUTPUT, plan)
 
 

@@ -201,6 +201,7 @@ def _store_rolled(
     """The epilogue applied row by row: the tile parked in a stack buffer, then a loop."""
     assert dst.epilogue is not None
     rows, nv = pieces[-1][0] + 1, pieces[-1][1] + 1
+    assert len(pieces) == rows * nv, "the tile's pieces fill its rows"
     lanes = {v: n for _, v, n in pieces}
     entry = b.function.entry_basic_block
     buf = ir.IRBuilder(entry)
