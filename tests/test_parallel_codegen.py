@@ -122,3 +122,15 @@ def test_a_worker_killed_is_a_codegen_error(monkeypatch: pytest.MonkeyPatch) -> 
     tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
     with pytest.raises(CodegenError, match="killed by signal 9"):
         workers.compile_chunks([bytearray(b"\0"), bytearray(b"\0")], tm, 2)
+
+
+def test_a_bug_in_a_worker_is_an_internal_error_with_its_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(text: bytearray, tm: object) -> bytes:
+        raise AssertionError("a broken invariant")
+
+    monkeypatch.setattr(workers, "_compile", broken)
+    tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
+    with pytest.raises(RuntimeError, match="worker: AssertionError: a broken invariant"):
+        workers.compile_chunks([bytearray(b"\0"), bytearray(b"\0")], tm, 2)

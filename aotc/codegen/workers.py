@@ -97,6 +97,8 @@ def _fork(texts: list[bytearray], queue: int, tm: llvm.TargetMachine) -> tuple[i
                 result: object = [(k, _compile(texts[k], tm)) for k in _taken(queue)]
             except CodegenError as err:
                 result = str(err)
+            except Exception as err:  # noqa: BLE001 - a bug: the parent reports it as one
+                result = ("bug", f"{type(err).__name__}: {err}")
             with os.fdopen(writer, "wb") as stream:
                 pickle.dump(result, stream)
             status = 0
@@ -128,6 +130,8 @@ def _collect(pid: int, reader: int) -> list[tuple[int, bytes]]:
     result = pickle.loads(data)
     if isinstance(result, str):
         raise CodegenError(result)
+    if isinstance(result, tuple):
+        raise RuntimeError(f"in a code generation worker: {result[1]}")
     return result  # type: ignore[no-any-return]
 
 
