@@ -80,7 +80,7 @@ def twin_key(
             stack.extend(reversed(i.called))
     called_numbers = {id(c): k for k, c in enumerate(computations)}
     for comp in computations:
-        rows.append(("computation", number_of_root(comp)))
+        rows.append(("computation", _number_of_root(comp)))
         for i in comp.instructions:
             add(i, i.operands, [called_numbers[id(c)] for c in i.called])
     add(inst, inst.operands, [called_numbers[id(c)] for c in inst.called])
@@ -107,7 +107,7 @@ def _plan_signature(fusion: Instruction, number: Callable[[Instruction], int]) -
     return value(fusion.attrs_as(FusionAttrs).plan)
 
 
-def number_of_root(comp: Computation) -> int:
+def _number_of_root(comp: Computation) -> int:
     """Where ``comp``'s root is among its instructions."""
     return next(k for k, i in enumerate(comp.instructions) if i is comp.root)
 

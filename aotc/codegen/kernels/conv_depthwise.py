@@ -24,6 +24,7 @@ from llvmlite import ir
 
 from aotc.codegen.irtypes import F32, add_nuw, call_intrinsic, i64, mul_nuw
 from aotc.codegen.kernels.conv_gemm import NhwcConv2d, nhwc_conv2d
+from aotc.codegen.kernels.conv_rows import FEW_ROWS  # split by channels below, as 1x1s are
 from aotc.codegen.kernels.dot_gemm import GemmCall, VectorEpilogue, VectorEpilogueFactory
 from aotc.codegen.kernels.gemm_tile import gep, offset
 from aotc.codegen.kernels.window import (
@@ -116,9 +117,6 @@ def emit_depthwise_conv(
         emit_row(b, n, oh)
 
 
-#: Output rows (times the batch) below which a split shares channels rather than rows (at
-#: 14x14, where the neighbouring 1x1 layers split by rows, it measured slower).
-FEW_ROWS = 8
 #: Channel vectors per unit of a split by channels: each column's tap reads a few whole
 #: cache lines of the input.
 GROUP_VECTORS = 4

@@ -175,9 +175,10 @@ def emit_row_conv(
 
 
 #: Output rows (times the batch) below which a convolution whose weights outweigh its input
-#: loops over feature blocks outside the rows. At 14x14, split by feature blocks, each
-#: thread read half its input from the other core (written by a split by rows) and measured
-#: slower on two threads than split by rows (MobileNetV2, 3%).
+#: loops over feature blocks outside the rows, and a depthwise one splits by channels. At
+#: 14x14, split by feature blocks, each thread read half its input from the other core
+#: (written by a split by rows) and measured slower on two threads than split by rows
+#: (MobileNetV2, 3%).
 FEW_ROWS = 8
 
 
