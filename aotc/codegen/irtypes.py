@@ -21,6 +21,7 @@ from llvmlite import ir
 
 from aotc.abi import ALIGN
 from aotc.bfloat16 import bfloat16
+from aotc.codegen.ir_print import function_text
 from aotc.hlo.shape import PrimitiveType, Shape
 
 I1 = ir.IntType(1)
@@ -362,7 +363,7 @@ def module_parts(module: ir.Module, edit: Callable[[list[str]], list[str]]) -> M
             functions.append(_thawed(value, frozen.pop(value.name)).decode("latin-1"))
             continue
         if isinstance(value, ir.Function) and value.blocks:
-            functions.append(str(value))
+            functions.append(function_text(value))
         else:
             out += b"\n"
             _splice_text(out, value)
@@ -464,7 +465,7 @@ def _splice_text(out: bytearray, printable: object) -> None:
     pieces: list[Data] = []
     token = _SPLICE.set(pieces)
     try:
-        printed = str(printable)
+        printed = function_text(printable) if isinstance(printable, ir.Function) else str(printable)
     finally:
         _SPLICE.reset(token)
     for i, part in enumerate(printed.split(_MARK)):

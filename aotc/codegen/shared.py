@@ -18,6 +18,7 @@ import weakref
 
 from llvmlite import ir
 
+from aotc.codegen.ir_print import function_text
 from aotc.codegen.replay import note_share
 
 # module -> body key -> name of the function kept (names only: no reference back to the module)
@@ -26,7 +27,7 @@ _SEEN: weakref.WeakKeyDictionary[ir.Module, dict[bytes, str]] = weakref.WeakKeyD
 
 def share(module: ir.Module, fn: ir.Function) -> ir.Function:
     """``fn``, or the identical function emitted before it (``fn`` is then removed)."""
-    text = str(fn)
+    text = function_text(fn)
     kept = share_text(module, fn.name, text)
     note_share(fn.name, kept, text)
     if kept == fn.name:
