@@ -62,6 +62,42 @@ class _Out:
     data: bytearray = field(default_factory=bytearray)
 
 
+@dataclass
+class _Writer:
+    """The joined object's bytes as they are written, and its section names."""
+
+    data: bytearray
+    names: bytearray = field(default_factory=lambda: bytearray(b"\0"))
+
+    def blob(
+        self, name: bytes, kind: int, data: bytes, flags: int = 0, link: int = 0,
+        info: int = 0, align: int = 1, entsize: int = 0,
+    ) -> Section:  # fmt: skip
+        """``data`` appended at ``align`` as a section ``name``: its header."""
+        at = -(-len(self.data) // align) * align
+        self.data += bytes(at - len(self.data)) + data
+        offset = len(self.names)
+        self.names += name + b"\0"
+        return Section(offset, kind, flags, 0, at, len(data), link, info, align, entsize)
+
+    def finish(self, first: ElfObject, headers: list[Section]) -> bytes:
+        """The object: ``headers`` and the section name table after the data, ``first``'s
+        file header pointing at them."""
+        shstrndx = len(headers)
+        name_at = len(self.names)
+        self.names += b".shstrtab\0"
+        shstrtab = Section(name_at, _SHT_STRTAB, 0, 0, len(self.data), len(self.names), 0, 0, 1, 0)
+        headers = [*headers, shstrtab]
+        out = self.data + self.names
+        shoff = -(-len(out) // 8) * 8
+        out += bytes(shoff - len(out))
+        out += b"".join(struct.pack(first.section_format, *vars(h).values()) for h in headers)
+        header = list(struct.unpack_from(first.header_format, first.data))
+        header[6], header[12], header[13] = shoff, len(headers), shstrndx
+        struct.pack_into(first.header_format, out, 0, *header)
+        return bytes(out)
+
+
 def join_objects(objects: list[bytes], local: set[bytes]) -> bytes | None:
     """One relocatable object of ``objects`` (``split.py``'s chunks, in order); the defined
     symbols named in ``local`` become local. None where the objects are not joinable."""
@@ -206,60 +242,26 @@ class _Join:
     def write(self) -> bytes:
         """The joined object: header, sections, relocations, symbol and string tables."""
         first = self.elves[0]
-        out = bytearray(struct.calcsize(first.header_format))
-        headers = [Section(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
-        names = bytearray(b"\0")
+        out = _Writer(bytearray(struct.calcsize(first.header_format)))
         relocations = self._relocations()
-        for sec in self.outs:
-            headers.append(self._section(out, names, sec, self._link(sec)))
+        headers = [Section(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
+        headers += [self._section(out.data, out.names, s, self._link(s)) for s in self.outs]
         symtab_at = len(headers) + len(relocations)
+        word = first.word_bytes()
         for o, (kind, entries) in relocations.items():
             name = (b".rela" if kind == _SHT_RELA else b".rel") + self.outs[o].name
             entsize = first.relocation_size(kind)
             headers.append(
-                self._blob(
-                    out,
-                    names,
-                    name,
-                    kind,
-                    _SHF_INFO_LINK,
-                    entries,
-                    symtab_at,
-                    o + 1,
-                    first.word_bytes(),
-                    entsize,
-                )
+                out.blob(name, kind, entries, _SHF_INFO_LINK, symtab_at, o + 1, word, entsize)
             )
         symtab, strtab = self._symbol_table()
         symbol_size = struct.calcsize(first.symbol_format)
         headers.append(
-            self._blob(
-                out,
-                names,
-                b".symtab",
-                _SHT_SYMTAB,
-                0,
-                symtab,
-                symtab_at + 1,
-                self.first_global,
-                first.word_bytes(),
-                symbol_size,
-            )
-        )
-        headers.append(self._blob(out, names, b".strtab", _SHT_STRTAB, 0, strtab, 0, 0, 1, 0))
-        shstrndx = len(headers)
-        headers.append(Section(0, 0, 0, 0, 0, 0, 0, 0, 1, 0))  # filled in below
-        name_at = len(names)
-        names += b".shstrtab\0"
-        headers[-1] = Section(name_at, _SHT_STRTAB, 0, 0, len(out), len(names), 0, 0, 1, 0)
-        out += names
-        shoff = -(-len(out) // 8) * 8
-        out += bytes(shoff - len(out))
-        out += b"".join(struct.pack(first.section_format, *vars(h).values()) for h in headers)
-        header = list(struct.unpack_from(first.header_format, first.data))
-        header[6], header[12], header[13] = shoff, len(headers), shstrndx
-        struct.pack_into(first.header_format, out, 0, *header)
-        return bytes(out)
+            out.blob(b".symtab", _SHT_SYMTAB, symtab, 0, symtab_at + 1, self.first_global,
+                     word, symbol_size)
+        )  # fmt: skip
+        headers.append(out.blob(b".strtab", _SHT_STRTAB, strtab))
+        return out.finish(first, headers)
 
     def _link(self, sec: _Out) -> int:
         """An SHF_LINK_ORDER section's link (``.ARM.exidx`` to ``.text``) as an output index."""
@@ -278,25 +280,6 @@ class _Join:
             )
         out += bytes(at - len(out)) + sec.data
         return Section(name, sec.type, sec.flags, 0, at, sec.size, link, 0, sec.align, sec.entsize)
-
-    def _blob(
-        self,
-        out: bytearray,
-        names: bytearray,
-        name: bytes,
-        kind: int,
-        flags: int,
-        data: bytes,
-        link: int,
-        info: int,
-        align: int,
-        entsize: int,
-    ) -> Section:
-        at = -(-len(out) // align) * align
-        out += bytes(at - len(out)) + data
-        offset = len(names)
-        names += name + b"\0"
-        return Section(offset, kind, flags, 0, at, len(data), link, info, align, entsize)
 
     def _relocations(self) -> dict[int, tuple[int, bytes]]:
         """Each output section's relocations (kind, packed entries), in chunk order."""
