@@ -168,6 +168,7 @@ def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str,
         print(f"  {name} {_short(systems[name])}", flush=True)
     more = {str(t): bench_threads(model, args, runs, ref, t) for t in args.threads if t > 1}
     every_core = compile_on_every_core(model, args, systems, ref)
+    one_level = compile_one_level(model, args, systems)
     return {
         "name": model.name,
         "kind": model.kind,
@@ -177,6 +178,7 @@ def bench_model(model: models.BenchModel, args: argparse.Namespace) -> dict[str,
         "systems": systems,
         **({"threads": more} if more else {}),
         **({"compile_every_core": every_core} if every_core else {}),
+        **({"compile_one_level_call_s": one_level} if one_level else {}),
         **hardware_limit(model, args, ref),
     }
 
@@ -234,6 +236,24 @@ def compile_on_every_core(model: models.BenchModel, args: argparse.Namespace,
         pin(1)
     print(f"  compile on {len(CPUS)} cpus: {found}", flush=True)
     return found
+
+
+def compile_one_level(model: models.BenchModel, args: argparse.Namespace,
+                      systems: dict[str, Any]) -> float | None:  # fmt: skip
+    """aotc's compile call for this machine's cpu alone (``--target-cpu host``: one level, as
+    tfcompile compiles one), pinned to one core; None where aotc did not compile."""
+    if systems.get("aotc", {}).get("status") != "ok":
+        return None
+    work = args.work / model.name / "one-level"
+    try:
+        aotc_runner.compile_model(args.aotc, model.graph, model.config, model.name, work,
+                                  ["--target-cpu", "host", "--report", str(work / REPORT)])  # fmt: skip
+    except RuntimeError:
+        traceback.print_exc(limit=2)
+        return None
+    stages = json.loads((work / REPORT).read_text()).get("stage_seconds") or {}
+    print(f"  compile, one level: {sum(stages.values()):.2f} s", flush=True)
+    return round(sum(stages.values()), 3) or None
 
 
 def hardware_limit(model: models.BenchModel, args: argparse.Namespace, ref: np.ndarray) -> dict:
