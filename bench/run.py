@@ -245,9 +245,9 @@ def compile_one_level(model: models.BenchModel, args: argparse.Namespace,
     if systems.get("aotc", {}).get("status") != "ok":
         return None
     work = args.work / model.name / "one-level"
+    flags = ["--target-cpu", "host", "--report", str(work / REPORT)]
     try:
-        aotc_runner.compile_model(args.aotc, model.graph, model.config, model.name, work,
-                                  ["--target-cpu", "host", "--report", str(work / REPORT)])  # fmt: skip
+        aotc_runner.compile_model(args.aotc, model.graph, model.config, model.name, work, flags)
     except RuntimeError:
         traceback.print_exc(limit=2)
         return None
