@@ -221,6 +221,22 @@ def test_nan_and_inf_inputs_make_the_evaluators_nan_rows(case: Attn) -> None:
     check(case, special=True)
 
 
+@pytest.mark.parametrize("cpu", ["", "x86-64"])
+def test_scores_far_below_the_row_max(cpu: str) -> None:
+    """Q scaled by 40: most exp(x - max) fall below the smallest normal float (the kernel's
+    exp flushes those to 0, as TF does) and the rest span the whole range; still the
+    evaluator's rows."""
+    case = CASES[2]
+    inputs = case.inputs()
+    inputs[0] *= 40
+    (want,) = evaluate(parse_module(case.text()), inputs)
+    target = TargetSpec(X86_64, cpu) if cpu else TargetSpec()
+    typed, _ = run_compiled(compile_entry(optimized(case.text()), "m", target), inputs)
+    scale = float(np.nanmax(np.abs(want), initial=1.0))
+    np.testing.assert_allclose(typed[0], want, rtol=0, atol=3e-6 * scale)
+    assert np.array_equal(np.isnan(typed[0]), np.isnan(want))
+
+
 @pytest.mark.parametrize("case", [CASES[0], CASES[3]], ids=str)
 def test_two_threads_split_over_heads_with_identical_bits(
     case: Attn, monkeypatch: pytest.MonkeyPatch

@@ -281,3 +281,37 @@ def test_functions_work_on_vectors() -> None:
         max_ulp, max_abs = errors(name, y, x)
         _, kind, bound = FUNCTIONS[name]
         assert (max_ulp if kind == "ulp" else max_abs) <= bound, f"vector {name}"
+
+
+# ---- exp of a non-positive argument (softmax's exp(x - max)) ------------------------------
+
+_NONPOSITIVE = np.concatenate(
+    [
+        np.array([0.0, -0.0, -np.inf, np.nan, -1e-45, -1e-30, -87.33655, -87.33654, -200.0]),
+        _sweep(-110, 0),
+        _sweep(-1, 0, N // 4),
+        _random_floats(N // 4, negative=True),
+    ]
+).astype(np.float32)
+
+
+@pytest.mark.parametrize("cpu", ["", "x86-64", "x86-64-v3"])
+def test_exp_nonpositive(cpu: str) -> None:
+    """exp's 2 ULP where exp(x) is a normal float, exactly 0 below (x < -87.33655), on the
+    host's vectors and the SSE2 and AVX2 levels'."""
+    target = TargetSpec("x86_64-unknown-linux-gnu", cpu) if cpu else TargetSpec()
+    tm, _ = create_target_machine(target)
+    module = llvm.parse_assembly(str(_vector_module({"f": mathlib.exp_nonpositive})))
+    engine = llvm.create_mcjit_compiler(module, tm)
+    engine.finalize_object()
+    x = _NONPOSITIVE[: len(_NONPOSITIVE) // LANES * LANES]
+    y = np.empty_like(x)
+    signature = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+    signature(engine.get_function_address("f"))(x.ctypes.data, y.ctypes.data, x.size)
+    assert y[0] == 1.0 and y[1] == 1.0 and y[2] == 0.0 and np.isnan(y[3])
+    flushed = x < np.float32(-87.33655)
+    assert (y[flushed] == 0.0).all()
+    kept = ~flushed & ~np.isnan(x)
+    exact = np.exp(x[kept].astype(np.float64))
+    ulps = np.abs(y[kept] - exact) / np.spacing(exact.astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 2.0, f"{ulps.max():.3g} ULP at x = {x[kept][np.argmax(ulps)]}"
