@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from aotc.codegen.irtypes import I8
+from aotc.codegen.literals import MARK, LiteralReader
 
 _NAME = r'@"((?:[^"\\]|\\.)*)"'
 _REFERENCE = re.compile(_NAME)
@@ -53,10 +54,12 @@ def read_only_arrays(module: ir.Module) -> dict[str, Constant]:
 
 def share_constant_variants(functions: list[str], constants: dict[str, Constant]) -> list[str]:
     """The texts of a module's defined ``functions``, those that differ only in the
-    ``constants`` they read merged (see the module's docstring), as one text."""
+    ``constants`` they read and in literals a runtime value could be merged (see the module's
+    docstring), as one text."""
     lines = "\n".join(functions).split("\n")
+    merging = _Merging(constants, LiteralReader())
     for round_ in range(_MAX_ROUNDS):
-        merged = _merge_round(lines, constants, round_)
+        merged = _merge_round(lines, merging, round_)
         if merged is None:
             break
         lines = merged
@@ -76,31 +79,65 @@ def _functions(lines: list[str]) -> list[tuple[int, int, str]]:
     return spans
 
 
-def _merge_round(lines: list[str], constants: dict[str, Constant], round_: int) -> list[str] | None:
+@dataclass(frozen=True)
+class _Merging:
+    """What every round looks at: the module's read-only arrays, and the reader of literals
+    (which remembers the lines it read)."""
+
+    constants: dict[str, Constant]
+    reader: LiteralReader
+
+
+@dataclass
+class _Member:
+    """A function of a group of alike ones: where its text is, and what sets it apart."""
+
+    start: int
+    end: int
+    name: str
+    read: list[str]  # the constants it reads, in the order first read
+    literals: list[tuple[str, str]]  # (type, text) of its literals a runtime value could be
+
+
+def _merge_round(lines: list[str], merging: _Merging, round_: int) -> list[str] | None:
     """One round: the text with each group of alike functions merged, or None if none is."""
-    spans = _functions(lines)
-    called = _only_called(lines, {name for _, _, name in spans})
-    groups: dict[str, list[tuple[int, int, str, list[str]]]] = {}
-    for start, end, name in spans:
-        if name not in called:
-            continue
-        key, read = _key(lines[start:end], name, constants)
-        groups.setdefault(key, []).append((start, end, name, read))
     redirect: dict[str, tuple[str, list[str]]] = {}
     survivors: dict[int, list[str]] = {}
     dropped: set[int] = set()
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        start, end, kept, read = members[0]
-        survivors[start] = _parametrized(lines[start:end], read, constants, round_)
-        for m_start, m_end, name, m_read in members:
-            redirect[name] = (kept, m_read)
-            if name != kept:
-                dropped.update(range(m_start, m_end))
+    for members in _alike(lines, merging):
+        first = members[0]
+        body, extra = _parametrized(lines[first.start : first.end], members, merging, round_)
+        survivors[first.start] = body
+        for member, arguments in zip(members, extra, strict=True):
+            redirect[member.name] = (first.name, arguments)
+            if member is not first:
+                dropped.update(range(member.start, member.end))
     if not redirect:
         return None
     return _rewrite(lines, survivors, dropped, redirect)
+
+
+def _alike(lines: list[str], merging: _Merging) -> list[list[_Member]]:
+    """The groups of two or more functions that differ only in their names, the constants
+    they read and their literals a runtime value could be, in the order of the text.
+
+    The text with every name and digit left out (C-speed string work) first sorts out the
+    functions that could be alike, so that only those are read literal by literal."""
+    spans = _functions(lines)
+    called = _only_called(lines, {name for _, _, name in spans})
+    coarse: dict[tuple[int, str], list[tuple[int, int, str]]] = {}
+    for start, end, name in spans:
+        if name in called:
+            head = (end - start, _REFERENCE.sub("@", lines[start]))
+            coarse.setdefault(head, []).append((start, end, name))
+    groups: dict[str, list[_Member]] = {}
+    for candidates in coarse.values():
+        if len(candidates) < 2:
+            continue
+        for start, end, name in candidates:
+            key, read, taken = _key(lines[start:end], name, merging)
+            groups.setdefault(key, []).append(_Member(start, end, name, read, taken))
+    return [members for members in groups.values() if len(members) > 1]
 
 
 def _only_called(lines: list[str], names: set[str]) -> set[str]:
@@ -121,10 +158,14 @@ def _only_called(lines: list[str], names: set[str]) -> set[str]:
     return {n for n in names if refs.get(n, 0) == calls.get(n, 0) + 1}
 
 
-def _key(body: list[str], name: str, constants: dict[str, Constant]) -> tuple[str, list[str]]:
-    """The function's text with its name and the constants it reads set aside (numbered in the
-    order read, with their sizes), and those constants."""
+def _key(
+    body: list[str], name: str, merging: _Merging
+) -> tuple[str, list[str], list[tuple[str, str]]]:
+    """The function's text with its name, the constants it reads (numbered in the order read,
+    with their alignment: their sizes may differ) and its literals a runtime value could be
+    set aside; those constants and literals."""
     read: list[str] = []
+    constants = merging.constants
 
     def placeholder(match: re.Match[str]) -> str:
         ref = match.group(1)
@@ -134,35 +175,72 @@ def _key(body: list[str], name: str, constants: dict[str, Constant]) -> tuple[st
             return match.group(0)
         if ref not in read:
             read.append(ref)
-        c = constants[ref]
-        return f"@\x03{read.index(ref)}:{c.size}:{c.align}"
+        return f"@\x03{read.index(ref)}:{constants[ref].align}"
 
-    text = "\n".join(_REFERENCE.sub(placeholder, line) for line in body)
-    return text, read
+    masked, taken = merging.reader.take(body[1:])
+    return _REFERENCE.sub(placeholder, body[0] + "\n" + "\n".join(masked)), read, taken
 
 
 def _parametrized(
-    body: list[str], read: list[str], constants: dict[str, Constant], round_: int
-) -> list[str]:
-    """The survivor's text: ``read``'s constants as trailing arguments (named by round: a
-    survivor may merge again once its callees did)."""
-    if not read:
-        return body
-    args = {ref: f'%"aotc.constant.{round_}.{k}"' for k, ref in enumerate(read)}
-    params = "".join(
-        f", ptr noalias nonnull readonly align {constants[ref].align} "
-        f"dereferenceable({constants[ref].size}) {args[ref]}"
-        for ref in read
-    )
+    body: list[str], members: list[_Member], merging: _Merging, round_: int
+) -> tuple[list[str], list[list[str]]]:
+    """The survivor's text, the constants and the literals its ``members`` differ in as
+    trailing arguments (named by round: a survivor may merge again once its callees did),
+    and each member's values of those arguments."""
+    params, extra = _constant_arguments(members, merging.constants, round_)
+    literal_params, fill = _literal_arguments(members, round_, extra)
     head = body[0]
     close = _closing_paren(head, head.index("("))
-    lines = [head[:close] + params + head[close:]]
+    lines = [head[:close] + "".join(params + literal_params) + head[close:]]
+    args = {ref: f'%"aotc.constant.{round_}.{k}"' for k, ref in enumerate(members[0].read)}
 
     def argument(match: re.Match[str]) -> str:
         return args.get(match.group(1), match.group(0))
 
-    lines += [_REFERENCE.sub(argument, line) if '@"' in line else line for line in body[1:]]
-    return lines
+    pieces = "\n".join(merging.reader.take(body[1:])[0]).split(MARK)
+    text = pieces[0] + "".join(v + piece for v, piece in zip(fill, pieces[1:], strict=True))
+    lines += _REFERENCE.sub(argument, text).split("\n")
+    return lines, extra
+
+
+def _constant_arguments(
+    members: list[_Member], constants: dict[str, Constant], round_: int
+) -> tuple[list[str], list[list[str]]]:
+    """The parameters taking the constants the members read (``noalias readonly``, with the
+    alignment they share and the least of their sizes: what LLVM knew of every member's
+    globals), and each member's arguments for them."""
+    params = []
+    for k, ref in enumerate(members[0].read):
+        size = min(constants[m.read[k]].size for m in members)
+        params.append(
+            f", ptr noalias nonnull readonly align {constants[ref].align} "
+            f'dereferenceable({size}) %"aotc.constant.{round_}.{k}"'
+        )
+    return params, [[f'ptr @"{ref}"' for ref in m.read] for m in members]
+
+
+def _literal_arguments(
+    members: list[_Member], round_: int, extra: list[list[str]]
+) -> tuple[list[str], list[str]]:
+    """The parameters taking the literals the members differ in (one per distinct column of
+    values), each member's values appended to its ``extra`` arguments; and what each literal
+    of the survivor's text becomes, in order: its value where all members agree, else its
+    parameter."""
+    params: list[str] = []
+    fill: list[str] = []
+    columns: dict[tuple[str, ...], str] = {}
+    for slot, (ty, value) in enumerate(members[0].literals):
+        column = (ty, *(m.literals[slot][1] for m in members))
+        if all(v == value for v in column[1:]):
+            fill.append(value)
+            continue
+        if column not in columns:
+            columns[column] = f'%"aotc.literal.{round_}.{len(columns)}"'
+            params.append(f", {ty} {columns[column]}")
+            for arguments, v in zip(extra, column[1:], strict=True):
+                arguments.append(f"{ty} {v}")
+        fill.append(columns[column])
+    return params, fill
 
 
 def _rewrite(
@@ -194,16 +272,17 @@ def _end_of(lines: list[str], start: int) -> int:
 
 
 def _redirected(line: str, redirect: dict[str, tuple[str, list[str]]]) -> str:
-    """``line`` with a call of a merged function made a call of its survivor."""
+    """``line`` with a call of a merged function made a call of its survivor, with the
+    member's trailing arguments."""
     at = line.find('call void @"')
     if at < 0:
         return line
     match = _REFERENCE.match(line, at + len("call void "))
     if match is None or match.group(1) not in redirect:
         return line
-    kept, read = redirect[match.group(1)]
+    kept, arguments = redirect[match.group(1)]
     close = _closing_paren(line, match.end())
-    extra = "".join(f', ptr @"{ref}"' for ref in read)
+    extra = "".join(f", {argument}" for argument in arguments)
     return f'{line[:at]}call void @"{kept}"{line[match.end() : close]}{extra}{line[close:]}'
 
 
