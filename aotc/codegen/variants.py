@@ -12,6 +12,12 @@ with the globals' alignment and size, so LLVM knows what it knew of the globals)
 of a member calls the survivor with the member's constants. Callers of merged functions may
 become alike in turn, so it repeats until nothing merges. A function whose address is taken
 (a thread-pool task) is left alone, and so are functions the object exports.
+
+Kernels of other shapes merge the same way where they differ only in literals an argument
+may stand for (``literals.py``: their comparisons', such as a GEMM tile's reduction length)
+and in the sizes of the constants they read: the survivor takes those literals as trailing
+integer arguments too (one per distinct column of the members' values), and its constant
+parameters are dereferenceable by the least of the members' sizes.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ def read_only_arrays(module: ir.Module) -> dict[str, Constant]:
 
 def share_constant_variants(functions: list[str], constants: dict[str, Constant]) -> list[str]:
     """The texts of a module's defined ``functions``, those that differ only in the
-    ``constants`` they read and in literals a runtime value could be merged (see the module's
+    ``constants`` they read and in literals that may be arguments merged (see the module's
     docstring), as one text."""
     lines = "\n".join(functions).split("\n")
     merging = _Merging(constants, LiteralReader())
@@ -96,7 +102,7 @@ class _Member:
     end: int
     name: str
     read: list[str]  # the constants it reads, in the order first read
-    literals: list[tuple[str, str]]  # (type, text) of its literals a runtime value could be
+    literals: list[tuple[str, str]]  # (type, text) of its literals that may be arguments
 
 
 def _merge_round(lines: list[str], merging: _Merging, round_: int) -> list[str] | None:
@@ -119,10 +125,10 @@ def _merge_round(lines: list[str], merging: _Merging, round_: int) -> list[str] 
 
 def _alike(lines: list[str], merging: _Merging) -> list[list[_Member]]:
     """The groups of two or more functions that differ only in their names, the constants
-    they read and their literals a runtime value could be, in the order of the text.
+    they read and their literals that may be arguments, in the order of the text.
 
-    The text with every name and digit left out (C-speed string work) first sorts out the
-    functions that could be alike, so that only those are read literal by literal."""
+    Alike functions have as many lines and the same ``define`` line but for their names: that
+    sorts out the functions that could be alike, so that only those are read line by line."""
     spans = _functions(lines)
     called = _only_called(lines, {name for _, _, name in spans})
     coarse: dict[tuple[int, str], list[tuple[int, int, str]]] = {}
@@ -162,8 +168,8 @@ def _key(
     body: list[str], name: str, merging: _Merging
 ) -> tuple[str, list[str], list[tuple[str, str]]]:
     """The function's text with its name, the constants it reads (numbered in the order read,
-    with their alignment: their sizes may differ) and its literals a runtime value could be
-    set aside; those constants and literals."""
+    with their alignment: their sizes may differ) and its literals that may be arguments set
+    aside; those constants and literals."""
     read: list[str] = []
     constants = merging.constants
 
