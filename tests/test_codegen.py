@@ -212,6 +212,56 @@ ENTRY main {{
     check(text, x, y)
 
 
+CONSTANT_EXTREMA = {  # fused, so the constants are literals in the kernel
+    "a": "maximum(x, b0)",
+    "b": "minimum(x, bn0)",
+    "c": "maximum(b6, x)",
+    "d": "minimum(b6, x)",
+    "e": "clamp(b0, x, b6)",
+}
+
+
+def _constant_extrema_module(n: int) -> str:
+    fused = [
+        f"""fused_{name} {{
+  x = f32[{n}] parameter(0)
+  zero = f32[] constant(0)
+  nzero = f32[] constant(-0)
+  six = f32[] constant(6)
+  b0 = f32[{n}] broadcast(zero), dimensions={{}}
+  bn0 = f32[{n}] broadcast(nzero), dimensions={{}}
+  b6 = f32[{n}] broadcast(six), dimensions={{}}
+  ROOT r = f32[{n}] {op}
+}}"""
+        for name, op in CONSTANT_EXTREMA.items()
+    ]
+    calls = [f"  {k} = f32[{n}] fusion(x), kind=kLoop, calls=fused_{k}" for k in CONSTANT_EXTREMA]
+    types = ", ".join([f"f32[{n}]"] * len(CONSTANT_EXTREMA))
+    body = "\n".join([f"  x = f32[{n}] parameter(0)", *calls])
+    root = f"  ROOT t = ({types}) tuple({', '.join(CONSTANT_EXTREMA)})"
+    return "HloModule m\n" + "\n".join(fused) + f"\nENTRY main {{\n{body}\n{root}\n}}"
+
+
+def test_maximum_and_minimum_with_constants_keep_nan_and_the_sign_of_zero() -> None:
+    """Against a constant the kernels use one compare and select (``scalar_ops``): the bits
+    must stay those of the general form, ``x >= c ? x : c`` (x on ties, so -0 stays -0) and
+    nan for nan x, in vectors (256 elements) and scalars (3)."""
+    for n in (256, 3):
+        x = np.resize(F32_SPECIALS, n)
+        _, model = compile_hlo(_constant_extrema_module(n))
+        got = run_compiled(model, [x])[0]
+
+        def pick(keep: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+            return np.where(keep | np.isnan(p), p, q).astype(np.float32)
+
+        z, nz, six = (np.full(n, v, np.float32) for v in (0.0, -0.0, 6.0))
+        relu = pick(x >= 0, x, z)
+        want = [relu, pick(x <= -0.0, x, nz), pick(six >= x, six, x), pick(six <= x, six, x)]
+        want.append(pick(relu <= 6, relu, six))
+        for j, (w, g) in enumerate(zip(want, got, strict=True)):
+            np.testing.assert_array_equal(g.view(np.uint32), w.view(np.uint32), f"{n}: {j}")
+
+
 INT_TYPES = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"]
 
 

@@ -13,6 +13,7 @@ functions ``pow``/``atan2``/``fmod`` on doubles, so models using them must be li
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from llvmlite import ir
@@ -201,14 +202,34 @@ def _int_remainder(signed: bool) -> ValueOp:
 
 
 def _float_extremum(ordered_op: str) -> ValueOp:
-    """max (``>=``) / min (``<=``) that return nan if either operand is nan."""
+    """max (``>=``) / min (``<=``) that return nan if either operand is nan.
+
+    Against a constant that is not nan (ReLU6's 0 and 6) one compare and select suffice:
+    ``x < c ? c : x`` is ``x >= c ? x : c`` for every x that is not nan, and nan for nan x.
+    Half the IR of the general form, which LLVM does not shorten (its x86 code is one
+    min/max instruction instead of two compares and blends).
+    """
+    beyond = {">=": "<", "<=": ">"}[ordered_op]
 
     def extremum(b: ir.IRBuilder, v: Sequence[ir.Value]) -> ir.Value:
         x, y = v
+        if _never_nan(y):
+            return b.select(b.fcmp_ordered(beyond, x, y), y, x)
         pick = b.select(b.fcmp_ordered(ordered_op, x, y), x, y)  # y when either is nan
-        return b.select(b.fcmp_unordered("uno", x, x), x, pick)
+        return pick if _never_nan(x) else b.select(b.fcmp_unordered("uno", x, x), x, pick)
 
     return extremum
+
+
+def _never_nan(value: ir.Value) -> bool:
+    """Whether ``value`` is a float constant, or a vector of them, without a nan."""
+    if not isinstance(value, ir.Constant):
+        return False
+    parts = value.constant if isinstance(value.type, ir.VectorType) else [value]
+    return isinstance(parts, list) and all(
+        isinstance(p, ir.Constant) and isinstance(p.constant, float) and not math.isnan(p.constant)
+        for p in parts
+    )
 
 
 def _int_extremum(op: str, signed: bool) -> ValueOp:
