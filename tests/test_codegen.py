@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 from c_harness import entry_points, exported_and_undefined_symbols, run_compiled
 from codegen_testing import compile_hlo
+from llvmlite import ir
 
 from aotc.codegen import CompiledModel, TensorInfo, compile_module
+from aotc.codegen.irtypes import I64, add_wrap, i64, mul_wrap, sub_wrap
 from aotc.errors import CodegenError
 from aotc.hlo.evaluate import evaluate
 from aotc.hlo.shape import PrimitiveType
@@ -260,6 +262,23 @@ def test_maximum_and_minimum_with_constants_keep_nan_and_the_sign_of_zero() -> N
         want.append(pick(relu <= 6, relu, six))
         for j, (w, g) in enumerate(zip(want, got, strict=True)):
             np.testing.assert_array_equal(g.view(np.uint32), w.view(np.uint32), f"{n}: {j}")
+
+
+def test_wrapping_index_arithmetic_folds_as_the_instructions_would_compute() -> None:
+    """Window positions are wrapping i64 arithmetic: folded constants wrap like ``add``/
+    ``sub``/``mul`` do, identities emit nothing, anything else one instruction."""
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64]), "f")
+    b = ir.IRBuilder(fn.append_basic_block())
+    x = fn.args[0]
+    assert sub_wrap(b, i64(0), i64(3)).constant == -3
+    assert add_wrap(b, i64(2**63 - 1), i64(1)).constant == -(2**63)
+    assert mul_wrap(b, i64(2**62), i64(4)).constant == 0
+    assert mul_wrap(b, i64(-3), i64(5)).constant == -15
+    assert add_wrap(b, x, i64(0)) is x and add_wrap(b, i64(0), x) is x
+    assert sub_wrap(b, x, i64(0)) is x and mul_wrap(b, i64(1), x) is x
+    assert mul_wrap(b, x, i64(0)).constant == 0
+    assert not b.block.instructions
+    assert sub_wrap(b, i64(0), x).opname == "sub" and mul_wrap(b, x, i64(3)).opname == "mul"
 
 
 INT_TYPES = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"]

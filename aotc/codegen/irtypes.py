@@ -186,6 +186,42 @@ def mul_nuw(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
     return inst
 
 
+def add_wrap(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    """``add`` that may wrap (a window's position in the padding is negative), folded as
+    ``add_nuw``."""
+    if _is_int(a) and _is_int(b):
+        return _wrapped(a, a.constant + b.constant)
+    if _is_int(b, 0):
+        return a
+    return b if _is_int(a, 0) else builder.add(a, b)
+
+
+def sub_wrap(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    """``sub`` that may wrap, folded as ``add_nuw``."""
+    if _is_int(a) and _is_int(b):
+        return _wrapped(a, a.constant - b.constant)
+    return a if _is_int(b, 0) else builder.sub(a, b)
+
+
+def mul_wrap(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    """``mul`` that may wrap, folded as ``mul_nuw``."""
+    if _is_int(a) and _is_int(b):
+        return _wrapped(a, a.constant * b.constant)
+    if _is_int(b, 1):
+        return a
+    if _is_int(a, 1):
+        return b
+    if _is_int(a, 0) or _is_int(b, 0):
+        return ir.Constant(a.type, 0)
+    return builder.mul(a, b)
+
+
+def _wrapped(like: ir.Value, value: int) -> ir.Constant:
+    """``value`` as a constant of ``like``'s integer type, wrapped as the instruction would."""
+    half = 1 << (like.type.width - 1)
+    return ir.Constant(like.type, (value + half) % (2 * half) - half)
+
+
 def _is_int(value: ir.Value, equal: int | None = None) -> bool:
     """Whether ``value`` is an integer constant (equal to ``equal`` if given)."""
     if not isinstance(value, ir.Constant) or not isinstance(value.type, ir.IntType):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from aotc.abi import ALIGN
-from aotc.codegen.irtypes import i64, mul_nuw
+from aotc.codegen.irtypes import add_wrap, i64, mul_nuw, mul_wrap, sub_wrap
 from aotc.codegen.kernels.conv_depthwise import DepthwiseConv, InputRows, depthwise_conv
 from aotc.codegen.kernels.conv_rows import RowConv, RowEmitter, row_conv
 from aotc.codegen.kernels.gemm_tile import gep
@@ -130,10 +130,10 @@ def _fresh_rows(
     """The producer rows ``[start, stop)`` output row ``oh`` computes: its window's rows past
     those the previous output row read (all of them at the call's first row)."""
     kh, w = dw.kernel_hw[0], dw.window[0]
-    top = b.sub(b.mul(oh, i64(w.stride)), i64(w.pad_low))  # the window's first row
+    top = sub_wrap(b, mul_wrap(b, oh, i64(w.stride)), i64(w.pad_low))  # the window's first row
     low = _max(b, top, i64(0))
-    stop = _min(b, b.add(top, i64(kh)), i64(dw.in_hw[0]))
-    fresh = _max(b, low, b.add(top, i64(kh - w.stride)))  # past the previous window
+    stop = _min(b, add_wrap(b, top, i64(kh)), i64(dw.in_hw[0]))
+    fresh = _max(b, low, add_wrap(b, top, i64(kh - w.stride)))  # past the previous window
     start = b.select(b.icmp_signed("==", oh, first), low, fresh)
     return start, _max(b, stop, start)
 

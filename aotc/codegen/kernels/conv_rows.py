@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from aotc.codegen.irtypes import F32, add_nuw, i64, mul_nuw
+from aotc.codegen.irtypes import F32, add_nuw, add_wrap, i64, mul_nuw, sub_wrap
 from aotc.codegen.kernels.conv_gemm import NhwcConv2d, nhwc_conv2d
 from aotc.codegen.kernels.dot_gemm import (
     GemmCall,
@@ -398,14 +398,14 @@ def _accumulate_tap(
     w = spec.window[1]
     h_size, w_size = spec.in_hw
     line = offset(b, (row.batch, h_size * w_size * spec.cin), (ih, w_size * spec.cin))
-    iw0 = b.sub(
-        add_nuw(b, mul_nuw(b, first, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low)
+    iw0 = sub_wrap(
+        b, add_nuw(b, mul_nuw(b, first, i64(w.stride)), i64(kw * w.rhs_dilation)), i64(w.pad_low)
     )
     bases = [
         gep(
             b,
             row.call.lhs,
-            add_nuw(b, line, mul_nuw(b, b.add(iw0, i64(r * w.stride)), i64(spec.cin))),
+            add_nuw(b, line, mul_nuw(b, add_wrap(b, iw0, i64(r * w.stride)), i64(spec.cin))),
         )
         for r in inside
     ]

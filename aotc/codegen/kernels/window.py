@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
-from aotc.codegen.irtypes import add_nuw, i64, mul_nuw, register_type
+from aotc.codegen.irtypes import add_nuw, add_wrap, i64, mul_nuw, mul_wrap, register_type, sub_wrap
 from aotc.codegen.loops import entry_alloca, for_range
 from aotc.hlo.ir import WindowDim
 from aotc.hlo.shape import PrimitiveType
@@ -28,10 +28,10 @@ def window_position(
     Computed in i64: a negative position (in the low padding) is a huge unsigned value, so one
     unsigned compare checks both ends.
     """
-    padded = b.add(b.mul(out, i64(w.stride)), b.mul(tap, i64(w.rhs_dilation)))
+    padded = add_wrap(b, mul_wrap(b, out, i64(w.stride)), mul_wrap(b, tap, i64(w.rhs_dilation)))
     if w.pad_low == 0 and w.pad_high <= 0 and w.lhs_dilation == 1:
         return None, padded  # a valid window never leaves the operand
-    position = b.sub(padded, i64(w.pad_low))
+    position = sub_wrap(b, padded, i64(w.pad_low))
     span = (size - 1) * w.lhs_dilation + 1 if size else 0
     hit = b.icmp_unsigned("<", position, i64(span))
     if w.lhs_dilation == 1:
@@ -49,8 +49,8 @@ def placed_position(
     if checked:
         hit, position = window_position(b, w, size, out, i64(tap))
         return hit, position if hit is None else b.select(hit, position, i64(0))
-    padded = b.add(b.mul(out, i64(w.stride)), i64(tap * w.rhs_dilation))
-    return None, b.sub(padded, i64(w.pad_low))
+    padded = add_wrap(b, mul_wrap(b, out, i64(w.stride)), i64(tap * w.rhs_dilation))
+    return None, sub_wrap(b, padded, i64(w.pad_low))
 
 
 def window_positions(
