@@ -70,15 +70,19 @@ class _Writer:
     names: bytearray = field(default_factory=lambda: bytearray(b"\0"))
 
     def blob(
-        self, name: bytes, kind: int, data: bytes, flags: int = 0, link: int = 0,
-        info: int = 0, align: int = 1, entsize: int = 0,
+        self, name: bytes, kind: int, data: bytes | bytearray, flags: int = 0, link: int = 0,
+        info: int = 0, align: int = 1, entsize: int = 0, size: int | None = None,
     ) -> Section:  # fmt: skip
-        """``data`` appended at ``align`` as a section ``name``: its header."""
+        """``data`` appended at ``align`` as a section ``name``: its header. A NOBITS section
+        takes no bytes of the file: ``size`` is its size."""
+        align = max(align, 1)
         at = -(-len(self.data) // align) * align
-        self.data += bytes(at - len(self.data)) + data
+        if kind != _SHT_NOBITS:
+            self.data += bytes(at - len(self.data)) + data
         offset = len(self.names)
         self.names += name + b"\0"
-        return Section(offset, kind, flags, 0, at, len(data), link, info, align, entsize)
+        size = len(data) if size is None else size
+        return Section(offset, kind, flags, 0, at, size, link, info, align, entsize)
 
     def finish(self, first: ElfObject, headers: list[Section]) -> bytes:
         """The object: ``headers`` and the section name table after the data, ``first``'s
@@ -245,7 +249,10 @@ class _Join:
         out = _Writer(bytearray(struct.calcsize(first.header_format)))
         relocations = self._relocations()
         headers = [Section(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
-        headers += [self._section(out.data, out.names, s, self._link(s)) for s in self.outs]
+        headers += [
+            out.blob(s.name, s.type, s.data, s.flags, self._link(s), 0, s.align, s.entsize, s.size)
+            for s in self.outs
+        ]
         symtab_at = len(headers) + len(relocations)
         word = first.word_bytes()
         for o, (kind, entries) in relocations.items():
@@ -269,17 +276,6 @@ class _Join:
             return 0
         c, k, _ = sec.parts[0]
         return self.where[c][sec.link][0] + 1
-
-    def _section(self, out: bytearray, names: bytearray, sec: _Out, link: int) -> Section:
-        at = -(-len(out) // max(sec.align, 1)) * max(sec.align, 1)
-        name = len(names)
-        names += sec.name + b"\0"
-        if sec.type == _SHT_NOBITS:
-            return Section(
-                name, sec.type, sec.flags, 0, at, sec.size, link, 0, sec.align, sec.entsize
-            )
-        out += bytes(at - len(out)) + sec.data
-        return Section(name, sec.type, sec.flags, 0, at, sec.size, link, 0, sec.align, sec.entsize)
 
     def _relocations(self) -> dict[int, tuple[int, bytes]]:
         """Each output section's relocations (kind, packed entries), in chunk order."""
