@@ -1,6 +1,6 @@
-"""A function's LLVM IR text, the same bytes as llvmlite prints, in about half the time.
+"""A function's LLVM IR text, the same bytes as llvmlite prints, in 0.6x its time.
 
-Printing is an eighth of a big model's compile (MobileNetV2: about 1 s of 7.6 CPU seconds),
+Printing was a sixteenth of a big model's compile (MobileNetV2: about 0.45 s of 7 CPU seconds),
 all of it on the one core that also emits the IR. llvmlite formats each instruction through
 several layers of ``str.format`` and prints a vector constant element by element, each
 element a ``Constant`` of its own (a splat of 16 lanes formats its value 16 times).

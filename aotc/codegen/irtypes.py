@@ -357,8 +357,8 @@ def module_bytes(
 
     The module is spent: its text is made one global at a time, and each function's body is
     freed once it is in the bytes (the module's text, its pieces and their bytes would have
-    been three more copies of it, and llvmlite grows every instruction it prints by the
-    text it caches, which doubled the memory of a big model's IR). ``edit`` rewrites the
+    been three more copies of it, and printing grows every value by the reference text llvmlite
+    caches on it). ``edit`` rewrites the
     texts of the defined functions (ASCII: constants are globals of their own) before they
     go in, after every other global.
     """
@@ -511,7 +511,7 @@ def _splice_text(out: bytearray, printable: object) -> None:
 def _release(value: ir.GlobalValue) -> None:
     """Free a printed function's body: its instructions and blocks link to each other (so
     only a full garbage collection would free them), and printing grew each instruction by
-    the text llvmlite caches."""
+    the reference texts llvmlite caches."""
     for block in getattr(value, "blocks", ()):
         for inst in block.instructions:
             inst.parent = None
