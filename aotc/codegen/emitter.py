@@ -148,6 +148,7 @@ def emit_module_assigned(
     size_bits: int = 64,
     freeze: bool = False,
     twins: bool = True,
+    on_level: Callable[[ir.Module, list[str]], None] | None = None,
 ) -> tuple[ir.Module, BufferAssignment]:
     """The LLVM module for ``module`` and the buffer assignment it was emitted with.
 
@@ -161,7 +162,10 @@ def emit_module_assigned(
     of each kernel once it is emitted and frees their IR (``irtypes.freeze_functions``; all
     but the entry being built): the module's text is then made only by
     ``irtypes.module_bytes``, and (unless ``twins`` is False) a kernel that would emit
-    another's text with other weights is made from that text (``replay``).
+    another's text with other weights is made from that text (``replay``). With several
+    levels and ``freeze``, ``on_level(module, names)`` hears each level's end with the names
+    of the functions only its programs use (``_level_functions``), all frozen, while the next
+    level is yet to be emitted.
     """
     levels = tuple(levels)
     vectors = [level.vector for level in levels]
@@ -189,6 +193,7 @@ def emit_module_assigned(
 
     bodies: dict[str, list[ir.Function]] = {"": [], "_mt": []}
     for level in levels:
+        known = len(llvm_module.globals)
         for suffix in bodies if multicore else [""]:
             entry = _new_entry(llvm_module, name, level, constants, (len(levels) > 1, suffix))
             entry.written_back, entry.baseline = written_back, vectors[0]
@@ -206,6 +211,9 @@ def emit_module_assigned(
             bodies[suffix].append(entry.builder.function)
         if freeze:
             freeze_functions(llvm_module)  # one level's IR at a time
+            if on_level is not None and len(levels) > 1:
+                own = [fns[-1] for fns in bodies.values() if fns]
+                on_level(llvm_module, _level_functions(llvm_module, known, level, own))
     run_buffers = _dispatched(llvm_module, name, levels, bodies[""], "")
     params = module.entry.parameters
     _emit_typed_entry(llvm_module, name, run_buffers, len(params), num_results)
@@ -213,6 +221,24 @@ def emit_module_assigned(
         _dispatched(llvm_module, name, levels, bodies["_mt"], "_mt")
         emit_temp_bytes_mt(llvm_module, name, layout, ir.IntType(size_bits))
     return llvm_module, assignment
+
+
+def _level_functions(
+    llvm_module: ir.Module, known: int, level: CpuLevel, bodies: list[ir.Function]
+) -> list[str]:
+    """The functions of ``level``'s programs that no other program uses: its bodies, and
+    those its programs added to the module (after the first ``known`` globals) named with
+    its prefix. Every function a level's kernels emit is named after its kernel (``.gemm``,
+    ``.task``, tiles), so with the level's prefix; those of kernels emitted once, at the
+    lowest level, and helpers shared by every level (``aotc.divide``) have none."""
+    prefix = f"{level.cpu}."
+    added = list(llvm_module.globals.values())[known:]
+    names = [fn.name for fn in bodies]
+    return names + [
+        value.name
+        for value in added
+        if isinstance(value, ir.Function) and value.name.startswith(prefix)
+    ]
 
 
 def _dispatched(

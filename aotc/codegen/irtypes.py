@@ -390,11 +390,15 @@ class ModuleParts:
 
 
 def module_parts(module: ir.Module, edit: Callable[[list[str]], list[str]]) -> ModuleParts:
-    """``module_bytes`` with ``edit``, in its three parts (the module is spent the same way)."""
+    """``module_bytes`` with ``edit``, in its three parts (the module is spent the same way);
+    the functions ``take_functions`` took are left out (declarations too)."""
     out = _module_header(module)
     frozen = _FROZEN.pop(module, {})
+    taken = _TAKEN.pop(module, set())
     functions: list[str] = []
     for value in module.globals.values():
+        if value.name in taken:
+            continue
         if value.name in frozen:
             functions.append(_thawed(value, frozen.pop(value.name)).decode("latin-1"))
             continue
@@ -406,6 +410,45 @@ def module_parts(module: ir.Module, edit: Callable[[list[str]], list[str]]) -> M
         _release(value)
     functions = edit(functions)
     return ModuleParts(out, functions, _module_tail(module))
+
+
+def take_functions(module: ir.Module, names: Sequence[str]) -> list[str]:
+    """The texts of the defined functions ``names`` of the finished part of a module being
+    emitted, their bodies freed: ``module_parts`` and ``module_prelude`` leave them out from
+    now on (``codegen/stream.py`` compiles them apart). The functions stay in the module, to
+    be called."""
+    frozen = _FROZEN.setdefault(module, {})
+    taken = _TAKEN.setdefault(module, set())
+    texts = []
+    for name in names:
+        fn = module.globals[name]
+        assert name in frozen or fn.blocks, f"{name} is not defined"
+        if name in frozen:
+            texts.append(_thawed(fn, frozen.pop(name)).decode("latin-1"))
+        else:
+            text = bytearray()
+            _splice_text(text, fn)
+            _release(fn)
+            texts.append(text.decode("latin-1"))
+        taken.add(name)
+    return texts
+
+
+def module_prelude(module: ir.Module) -> ModuleParts:
+    """The prelude and tail ``module_parts`` would make of ``module`` now, with no functions
+    (declarations of those not defined in it); the module is not spent, and must have no
+    function being built."""
+    out = _module_header(module)
+    frozen = _FROZEN.get(module, {})
+    taken = _TAKEN.get(module, set())
+    for value in module.globals.values():
+        if value.name in frozen or value.name in taken:
+            continue
+        assert not getattr(value, "blocks", None), f"{value.name} is being built"
+        out += b"\n"
+        _splice_text(out, value)
+        value._clear_string_cache()
+    return ModuleParts(out, [], _module_tail(module))
 
 
 def _whole_module_bytes(module: ir.Module) -> bytearray:
@@ -446,6 +489,10 @@ def _module_tail(module: ir.Module) -> bytes:
 _FROZEN: weakref.WeakKeyDictionary[ir.Module, dict[str, tuple[bytearray, str]]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+#: module -> names of the functions ``take_functions`` took out of its text
+_TAKEN: weakref.WeakKeyDictionary[ir.Module, set[str]] = weakref.WeakKeyDictionary()
 
 
 def freeze_functions(module: ir.Module, building: ir.Function | None = None) -> None:

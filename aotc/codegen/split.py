@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aotc.codegen.irtypes import ModuleParts
 
@@ -73,29 +73,117 @@ def chunk_count(parts: ModuleParts) -> int:
 
 def split_module(parts: ModuleParts, count: int) -> Chunks:
     """``parts`` as up to ``count`` modules of about equal function text."""
-    functions = _functions(parts.functions)
-    mutable = set(_MUTABLE.findall(parts.prelude.decode("latin-1")))
-    units, copied = _units(functions, mutable)
-    dealt = _deal({r: u for r, u in units.items() if r not in copied}, functions, mutable, count)
-    dealt = [names for names in dealt if names]  # an empty module's object differs in its notes
-    members = [_with_copies(names, functions, units, copied) for names in dealt]
-    where = {name: c for c, names in enumerate(dealt) for name in names}
-    shared = {
-        ref
-        for c, names in enumerate(members)
-        for name in names
-        for ref in functions[name].refs
-        if where.get(ref, c) != c and functions[ref].internal  # exports are global anyway
-    }
-    order = {name: k for k, name in enumerate(functions)}
-    texts = [
-        _chunk_text(parts, sorted(names, key=order.__getitem__), functions, shared, where, c)
-        for c, names in enumerate(members)
-    ]
-    return Chunks(texts, shared)
+    splitter = Splitter()
+    texts, _ = splitter.deal(parts, count)
+    return Chunks(texts, splitter.shared)
 
 
-def _functions(texts: list[str]) -> dict[str, _Function]:
+class Splitter:
+    """Deals one module's functions into chunks part by part (``deal``), so that a part's
+    chunks can be compiled while later parts are still being emitted (``stream.py``). The
+    chunks are numbered in the order made; a function defined in one part may call functions
+    of another (declared, ``hidden`` where they are defined), and a part's inlinable helpers
+    are copied into each of its chunks that call them, as within one part."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, _Function] = {}  # dealt in an earlier part (define lines only)
+        self.where: dict[str, int] = {}  # the chunk each dealt function is in
+        self.shared: set[str] = set()  # made ``hidden``: called from other chunks
+        self.exposed: set[str] = set()  # not dealt yet, but declared in a chunk made
+        self.chunks = 0
+
+    def symbols(self) -> set[bytes]:
+        """The ELF symbol names of ``shared`` (LLVM's ``\\XX`` escapes decoded)."""
+        return {_unescaped(name) for name in self.shared}
+
+    def deal(
+        self, parts: ModuleParts, count: int, context: Iterable[str] = (), final: bool = True
+    ) -> tuple[list[bytearray], list[str]]:
+        """The texts of up to ``count`` chunks of ``parts``' functions and, unless ``final``,
+        those of the functions held for a later part: the ones nothing calls yet that LLVM may
+        inline (they go with their caller: a level's body with the dispatching entry, in chunk
+        0 of the last part), exported ones and users of a mutable global (chunk 0 of the last
+        part too), with the helpers they would copy. ``context``: functions of the module in
+        no part yet that this part's may call (copied where inlinable, else declared)."""
+        functions = _functions(parts.functions)
+        outside = _functions(context)
+        everything = {**outside, **functions}
+        mutable = set(_MUTABLE.findall(parts.prelude.decode("latin-1")))
+        referrers = _referrers(functions)
+        units, copied = _units(functions, referrers, mutable, self.exposed)
+        waiting = set()
+        if not final:
+            waiting = {r for r in units if _waits(r, units, functions, referrers, mutable)}
+        free = {r: u for r, u in units.items() if r not in copied and r not in waiting}
+        dealt = [names for names in _deal(free, functions, mutable, count) if names]
+        # an empty module's object differs in its notes: no empty chunks
+        copies = {r: units[r] for r in copied}
+        held = _with_copies({n for r in waiting for n in units[r]}, functions, copies)
+        copies |= {n: [n] for n, fn in outside.items() if _copyable(fn, mutable, self.exposed)}
+        members = [_with_copies(names, everything, copies) for names in dealt]
+        where = {name: self.chunks + c for c, names in enumerate(dealt) for name in names}
+        self._share(members, held, everything, where)
+        order = {name: k for k, name in enumerate(everything)}
+        texts = [
+            self._chunk_text(parts, sorted(names, key=order.__getitem__), everything)
+            for names in members
+        ]
+        self._dealt(where, functions)
+        assert not final or not self.exposed, f"declared, never defined: {sorted(self.exposed)}"
+        return texts, [functions[n].text for n in sorted(held, key=order.__getitem__)]
+
+    def _share(
+        self,
+        members: list[set[str]],
+        held: set[str],
+        functions: dict[str, _Function],
+        where: dict[str, int],
+    ) -> None:
+        """Make ``hidden`` what this part deals and a function in another chunk calls: a
+        chunk of this part, a held function, one of a chunk made before."""
+        calls = [(self.chunks + c, name) for c, names in enumerate(members) for name in names]
+        calls += [(-1, name) for name in held]
+        called = {r for c, name in calls for r in functions[name].refs if where.get(r, c) != c}
+        for ref in called | (self.exposed & where.keys()):
+            if functions[ref].internal:  # exports are global anyway
+                self.shared.add(ref)
+
+    def _dealt(self, where: dict[str, int], functions: dict[str, _Function]) -> None:
+        self.where.update(where)
+        for name in where:
+            head = functions[name].text.partition("\n")[0]
+            self.known[name] = replace(functions[name], text=head)
+        self.exposed -= where.keys()
+        self.chunks = 1 + max(self.where.values(), default=-1)
+
+    def _chunk_text(
+        self, parts: ModuleParts, names: list[str], functions: dict[str, _Function]
+    ) -> bytearray:
+        out = bytearray(parts.prelude)
+        for name in sorted(self._declared(names, functions)):
+            out += b"\n" + _declaration(functions.get(name) or self.known[name]).encode()
+        for name in names:
+            head, _, body = functions[name].text.partition("\n")
+            if name in self.shared:
+                head = head.replace("define internal ", "define hidden ", 1)
+            out += f"\n{head}\n{body}".encode("latin-1")
+        out += parts.tail
+        return out
+
+    def _declared(self, names: list[str], functions: dict[str, _Function]) -> set[str]:
+        """The functions a chunk of ``names`` calls in other chunks; those not dealt yet are
+        ``exposed`` (``hidden`` where they will be)."""
+        inside = set(names)
+        calls = {ref for name in names for ref in functions[name].refs} - inside
+        declared = {ref for ref in calls if ref in functions or ref in self.known}
+        for ref in declared - self.known.keys():
+            self.exposed.add(ref)
+        for ref in declared & self.known.keys():
+            assert ref in self.shared or not self.known[ref].internal, f"{ref} is not shared"
+        return declared
+
+
+def _functions(texts: Iterable[str]) -> dict[str, _Function]:
     """The defined functions of ``texts`` (each one or more functions), in order, by name."""
     found: dict[str, _Function] = {}
     for text in texts:
@@ -115,21 +203,50 @@ def _function(text: str) -> _Function:
     return _Function(match.group(2), text, internal, inlinable, refs)
 
 
-def _units(
-    functions: dict[str, _Function], mutable: set[str]
-) -> tuple[dict[str, list[str]], set[str]]:
-    """The functions in units that go to one chunk together, by their first function (a
-    root: not inlinable, exported, or referenced by several functions) with the inlinable
-    ones only it leads to; and the roots copied into each chunk that uses them (inlinable,
-    using no mutable global)."""
+def _waits(
+    root: str,
+    units: dict[str, list[str]],
+    functions: dict[str, _Function],
+    referrers: dict[str, set[str]],
+    mutable: set[str],
+) -> bool:
+    """Whether the unit of ``root`` waits for a later part (``Splitter.deal``)."""
+    if functions[root].inlinable and not referrers[root]:
+        return True
+    return any(not functions[n].internal or functions[n].refs & mutable for n in units[root])
+
+
+def _referrers(functions: dict[str, _Function]) -> dict[str, set[str]]:
+    """The functions of ``functions`` that reference each one by name."""
     referrers: dict[str, set[str]] = {name: set() for name in functions}
     for fn in functions.values():
         for ref in fn.refs & referrers.keys():
             referrers[ref].add(fn.name)
+    return referrers
+
+
+def _copyable(fn: _Function, mutable: set[str], exposed: set[str]) -> bool:
+    """Whether a copy of ``fn`` may be in each chunk that calls it."""
+    return fn.internal and fn.inlinable and not fn.refs & mutable and fn.name not in exposed
+
+
+def _units(
+    functions: dict[str, _Function],
+    referrers: dict[str, set[str]],
+    mutable: set[str],
+    exposed: set[str],
+) -> tuple[dict[str, list[str]], set[str]]:
+    """The functions in units that go to one chunk together, by their first function (a
+    root: not inlinable, exported, referenced by several functions or ``exposed`` to
+    earlier chunks) with the inlinable ones only it leads to; and the roots copied into each
+    chunk that uses them (inlinable, using no mutable global, not exposed)."""
     follows = {
         name: next(iter(by))
         for name, by in referrers.items()
-        if len(by) == 1 and functions[name].internal and functions[name].inlinable
+        if len(by) == 1
+        and functions[name].internal
+        and functions[name].inlinable
+        and name not in exposed
     }
     units: dict[str, list[str]] = {}
     for name in functions:
@@ -137,8 +254,7 @@ def _units(
     copied = {
         root
         for root, names in units.items()
-        if functions[root].internal
-        and functions[root].inlinable
+        if _copyable(functions[root], mutable, exposed)
         and referrers[root]
         and not any(functions[n].refs & mutable for n in names)
     }
@@ -182,47 +298,18 @@ def _deal(
 
 
 def _with_copies(
-    names: set[str],
-    functions: dict[str, _Function],
-    units: dict[str, list[str]],
-    copied: set[str],
+    names: set[str], functions: dict[str, _Function], copies: dict[str, list[str]]
 ) -> set[str]:
-    """``names`` and the copied units they reach, directly or through other copies."""
+    """``names`` and the ``copies`` (units, by root) they reach, directly or through other
+    copies."""
     members = set(names)
     todo = list(names)
     while todo:
-        for ref in functions[todo.pop()].refs & copied:
-            new = [n for n in units[ref] if n not in members]
+        for ref in functions[todo.pop()].refs & copies.keys():
+            new = [n for n in copies[ref] if n not in members]
             members.update(new)
             todo.extend(new)
     return members
-
-
-def _chunk_text(
-    parts: ModuleParts,
-    names: list[str],
-    functions: dict[str, _Function],
-    shared: set[str],
-    where: dict[str, int],
-    chunk: int,
-) -> bytearray:
-    out = bytearray(parts.prelude)
-    for name in sorted(_called_elsewhere(names, functions, where, chunk)):
-        out += b"\n" + _declaration(functions[name]).encode()
-    for name in names:
-        fn = functions[name]
-        head, _, body = fn.text.partition("\n")
-        if name in shared:
-            head = head.replace("define internal ", "define hidden ", 1)
-        out += f"\n{head}\n{body}".encode("latin-1")
-    out += parts.tail
-    return out
-
-
-def _called_elsewhere(
-    names: Iterable[str], functions: dict[str, _Function], where: dict[str, int], chunk: int
-) -> set[str]:
-    return {ref for name in names for ref in functions[name].refs if where.get(ref, chunk) != chunk}
 
 
 def _declaration(fn: _Function) -> str:
