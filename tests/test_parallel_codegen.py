@@ -12,8 +12,9 @@ REL relocations, riscv64, x86-64 cpu levels), bit for bit as the object compiled
 from __future__ import annotations
 
 import os
+import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from codegen_testing import compile_entry
 from cross_testing import CROSS_TARGETS, require_toolchains
 from test_elf_constants import _module, _spec
 
-from aotc.codegen import split, workers
+from aotc.codegen import emitter, split, stream, workers
 from aotc.codegen.elf_join import join_objects
 from aotc.codegen.target import PORTABLE, TargetSpec, create_target_machine
 from aotc.errors import CodegenError
@@ -33,17 +34,19 @@ RNG = np.random.default_rng(15)
 
 @pytest.fixture
 def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[split.Chunks]]:
-    """Chunks of any size; the chunks each compile split into, as it made them."""
+    """Chunks of any size; the chunks of each compile that split, as it made them."""
     made: list[split.Chunks] = []
-    original = split.split_module
+    original = stream.ObjectCode.finish
 
-    def recording(parts: object, count: int) -> split.Chunks:
-        chunks = original(parts, count)  # type: ignore[arg-type]
-        made.append(chunks)
-        return chunks
+    def recording(code: stream.ObjectCode, parts: object) -> tuple[bytes, object]:
+        done = original(code, parts)  # type: ignore[arg-type]
+        if code.texts:
+            made.append(split.Chunks(code.texts, code.splitter.shared))
+        return done  # type: ignore[return-value]
 
     monkeypatch.setattr(split, "CHUNK_BYTES", 1)
-    monkeypatch.setattr("aotc.codegen.compile.split_module", recording)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(stream.ObjectCode, "finish", recording)
     yield made
     workers.set_codegen_workers(None)
 
@@ -78,6 +81,7 @@ def test_the_joined_object_computes_what_the_whole_one_does(
     joined = compile_entry(module, "m", _spec(target_name))
     assert tiny_chunks and len(tiny_chunks[0].texts) > 1
     monkeypatch.setattr(split, "CHUNK_BYTES", 1 << 40)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 1 << 40)
     whole = compile_entry(module, "m", _spec(target_name))
     assert len(tiny_chunks) == 1, "the whole module is not split"
     expected = evaluate(module, inputs)
@@ -96,8 +100,38 @@ def test_a_small_module_is_compiled_whole_in_this_process(
     def refuse(*_: object) -> None:
         raise AssertionError("a small module must not be split")
 
-    monkeypatch.setattr("aotc.codegen.compile.compile_chunks", refuse)
+    monkeypatch.setattr(workers.Pool, "add", refuse)
     compile_entry(_module(), "m", TargetSpec())
+
+
+def test_each_level_is_compiled_while_the_next_is_emitted(
+    tiny_chunks: list[split.Chunks], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first chunks go to the pool at level 1's end, holding only level 1's functions
+    (its bodies wait for the dispatching entry, in the last part's chunk 0), and a worker
+    forked then compiles chunks made after its fork."""
+    added: list[tuple[list[bytearray], int]] = []
+    emitted = [0]
+    original_add, original_kernel = workers.Pool.add, emitter._emit_program
+
+    def add(pool: workers.Pool, texts: list[bytearray]) -> None:
+        added.append((texts, emitted[0]))
+        original_add(pool, texts)
+
+    def program(*args: object) -> None:
+        original_kernel(*args)  # type: ignore[arg-type]
+        emitted[0] += 1
+
+    monkeypatch.setattr(workers.Pool, "add", add)
+    monkeypatch.setattr(emitter, "_emit_program", program)
+    spec = TargetSpec("x86_64-unknown-linux-gnu", PORTABLE)
+    two = _compiled(spec, 2)
+    programs = emitted[0]  # two a level: single-threaded and multi-core
+    assert programs == 6 and [at for _, at in added] == [2, 4, 6, 6]
+    first, last = (_defined(texts) for texts in (added[0][0], added[-1][0]))
+    assert first and all(n.startswith("x86-64.") for n in first)
+    assert {"m_run_buffers.x86-64", "m_run_buffers"} <= last
+    assert two == _compiled(spec, 1) == _compiled(spec, 3)
 
 
 def test_an_error_in_a_worker_is_a_codegen_error() -> None:
@@ -113,24 +147,50 @@ def test_objects_of_different_machines_are_not_joined() -> None:
     assert join_objects([x86.object_bytes, arm.object_bytes], set()) is None
 
 
-def test_a_worker_killed_is_a_codegen_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def killed(text: bytearray, tm: object) -> bytes:
-        os.kill(os.getpid(), signal.SIGKILL)  # in the forked worker: as the OOM killer would
+def _defined(texts: list[bytearray]) -> set[str]:
+    """The functions defined in ``texts``."""
+    found = re.findall(rb'^define [^@]*@"?([^"(]+)', b"".join(texts), re.M)
+    return {name.decode() for name in found}
+
+
+def _in_a_worker(monkeypatch: pytest.MonkeyPatch, failing: Callable[[], None]) -> None:
+    """``workers._compile`` calls ``failing`` in a worker; this process, taking a chunk too,
+    waits until the worker has taken the other one (and failed)."""
+    parent = os.getpid()
+    reader, writer = os.pipe()
+
+    def compiled(text: bytearray, tm: object) -> bytes:
+        if os.getpid() == parent:
+            os.read(reader, 1)  # the worker's write end closes as it ends
+            return b""
+        os.close(reader)
+        failing()
         raise AssertionError("not reached")
 
-    monkeypatch.setattr(workers, "_compile", killed)
+    monkeypatch.setattr(workers, "_compile", compiled)
     tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
+    try:
+        with workers.Pool(tm, 2) as pool:
+            pool.add([bytearray(b"\0"), bytearray(b"\0")])
+            os.close(writer)
+            pool.finish()
+    finally:
+        os.close(reader)
+
+
+def test_a_worker_killed_is_a_codegen_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def killed() -> None:  # in the forked worker: as the OOM killer would
+        os.kill(os.getpid(), signal.SIGKILL)
+
     with pytest.raises(CodegenError, match="killed by signal 9"):
-        workers.compile_chunks([bytearray(b"\0"), bytearray(b"\0")], tm, 2)
+        _in_a_worker(monkeypatch, killed)
 
 
 def test_a_bug_in_a_worker_is_an_internal_error_with_its_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(text: bytearray, tm: object) -> bytes:
+    def broken() -> None:
         raise AssertionError("a broken invariant")
 
-    monkeypatch.setattr(workers, "_compile", broken)
-    tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
     with pytest.raises(RuntimeError, match="worker: AssertionError: a broken invariant"):
-        workers.compile_chunks([bytearray(b"\0"), bytearray(b"\0")], tm, 2)
+        _in_a_worker(monkeypatch, broken)

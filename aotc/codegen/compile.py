@@ -19,23 +19,15 @@ from aotc.codegen.buffers import BufferAssignment
 from aotc.codegen.cpp_class import render_cpp_class
 from aotc.codegen.dispatch import CpuLevel, cpu_levels
 from aotc.codegen.elf_constants import lift_constants, lifts_constants, place_constants
-from aotc.codegen.elf_join import join_objects, joins_objects
+from aotc.codegen.elf_join import joins_objects
 from aotc.codegen.emitter import emit_module_assigned
 from aotc.codegen.header import Built, render_header
 from aotc.codegen.interface import TensorInfo
 from aotc.codegen.irtypes import ModuleParts, module_parts
 from aotc.codegen.sizes import ObjectSizes, object_sizes
-from aotc.codegen.split import chunk_count, split_module
-from aotc.codegen.target import (
-    TargetSpec,
-    create_target_machine,
-    emit_object,
-    optimize_parsed,
-    parse_ir,
-    require_asm_parser,
-)
+from aotc.codegen.stream import ObjectCode
+from aotc.codegen.target import TargetSpec, create_target_machine, require_asm_parser
 from aotc.codegen.variants import read_only_arrays, share_constant_variants
-from aotc.codegen.workers import codegen_workers, compile_chunks
 from aotc.errors import CodegenError
 from aotc.hlo.ir import Instruction, Module, Opcode, is_width_changing_bitcast, parameter_number
 from aotc.hlo.shape import AnyShape, has_complex, real_form, storage_form
@@ -136,26 +128,26 @@ def compile_module_assigned(
     levels = cpu_levels(resolved)
     if len(levels) > 1:
         require_asm_parser(resolved, "a portable x86-64 object (its cpuid)")
-    with _young_collections_only():
-        llvm_module, assignment = emit_module_assigned(
-            module,
-            name,
-            levels,
-            updated,
-            lambda k, n: say(f"kernels {k}/{n}"),
-            multicore=multicore,
-            size_bits=pointer_bits(str(tm.target_data)),
-            freeze=True,
-        )
-        llvm_module.triple = tm.triple
-        llvm_module.data_layout = str(tm.target_data)
-        parts = llvm.get_triple_parts(tm.triple)
-        lifts = lifts_constants(parts.ObjectFormat, parts.Arch)
-        lifted = lift_constants(llvm_module) if lifts else []
-        text = _text_and_free(llvm_module)
+    triple = llvm.get_triple_parts(tm.triple)
+    lifts = lifts_constants(triple.ObjectFormat, triple.Arch)
+    with ObjectCode(tm, lifts and joins_objects(triple.Arch), say) as code:
+        with _young_collections_only():
+            llvm_module, assignment = emit_module_assigned(
+                module,
+                name,
+                levels,
+                updated,
+                lambda k, n: say(f"kernels {k}/{n}"),
+                multicore=multicore,
+                size_bits=pointer_bits(str(tm.target_data)),
+                freeze=True,
+                on_level=lambda m, names: code.level(_targeted(m, tm), names),
+            )
+            _targeted(llvm_module, tm)
+            lifted = code.lifted + (lift_constants(llvm_module) if lifts else [])
+            text = _text_and_free(llvm_module, code)
+        object_bytes, llvm_ir = code.finish(text)
     temp_bytes = assignment.temp_bytes
-    splits = lifts and joins_objects(parts.Arch)
-    object_bytes, llvm_ir = _object_code(text, tm, splits, say)
     object_bytes = place_constants(object_bytes, lifted)
     built = Built(resolved, levels, object_sizes(object_bytes), multicore)
     model = CompiledModel(
@@ -191,9 +183,17 @@ def _young_collections_only() -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
-def _text_and_free(llvm_module: ir.Module) -> ModuleParts:
-    """The text of ``llvm_module`` for LLVM, the Python IR freed; the kernels that differ only
-    in the constants they read are one function there (``variants``).
+def _targeted(llvm_module: ir.Module, tm: llvm.TargetMachine) -> ir.Module:
+    """``llvm_module`` with the triple and data layout of ``tm`` (before any of its text)."""
+    llvm_module.triple = tm.triple
+    llvm_module.data_layout = str(tm.target_data)
+    return llvm_module
+
+
+def _text_and_free(llvm_module: ir.Module, code: ObjectCode) -> ModuleParts:
+    """The text of ``llvm_module`` for LLVM (with what the parts ``code`` dealt held for the
+    last one), the Python IR freed; the kernels that differ only in the constants they read
+    are one function there (``variants``).
 
     ``module_parts`` frees each function's body once printed; what is left of the IR goes
     before LLVM parses (``collect``: it is a graph of cycles, every value pointing back at its
@@ -201,37 +201,12 @@ def _text_and_free(llvm_module: ir.Module) -> ModuleParts:
     they are held in it and in LLVM's module meanwhile.
     """
     constants = read_only_arrays(llvm_module)
-    parts = module_parts(llvm_module, lambda fns: share_constant_variants(fns, constants))
+    merge = lambda fns: share_constant_variants(fns, constants)  # noqa: E731
+    parts = module_parts(llvm_module, lambda fns: code.rest(fns, merge))
     llvm_module.globals.clear()
     del llvm_module
     gc.collect()
     return parts
-
-
-def _object_code(
-    parts: ModuleParts, tm: llvm.TargetMachine, splits: bool, say: Callable[[str], None]
-) -> tuple[bytes, Callable[[], str]]:
-    """The object of ``parts`` (spent) and a function printing its optimized IR: split over
-    worker processes (``split.py``) where the module is worth it and ``splits``, the
-    objects joined; else LLVM's one object, its text freed before LLVM optimizes."""
-    count = chunk_count(parts) if splits else 1
-    if count > 1:
-        chunks = split_module(parts, count)
-        workers = min(codegen_workers(), len(chunks.texts))
-        say(f"LLVM optimization and object code, {len(chunks.texts)} parts, {workers} processes")
-        joined = join_objects(compile_chunks(chunks.texts, tm, workers), chunks.symbols())
-        if joined is not None:
-            parts.functions.clear()
-            return joined, lambda: "\n".join(_optimized_ir(t, tm) for t in chunks.texts)
-    optimized = parse_ir(parts.joined())
-    say("LLVM optimization")
-    optimize_parsed(optimized, tm)
-    say("object code")
-    return emit_object(optimized, tm), lambda: str(optimized)
-
-
-def _optimized_ir(text: bytearray, tm: llvm.TargetMachine) -> str:
-    return str(optimize_parsed(parse_ir(text), tm))
 
 
 def _silent(_: str) -> None:

@@ -434,6 +434,12 @@ def take_functions(module: ir.Module, names: Sequence[str]) -> list[str]:
     return texts
 
 
+def frozen_texts(module: ir.Module) -> list[str]:
+    """The texts of the functions of ``module`` that ``freeze_functions`` printed and no one
+    took (``take_functions``)."""
+    return [text.decode("latin-1") for text, _ in _FROZEN.get(module, {}).values()]
+
+
 def module_prelude(module: ir.Module) -> ModuleParts:
     """The prelude and tail ``module_parts`` would make of ``module`` now, with no functions
     (declarations of those not defined in it); the module is not spent, and must have no

@@ -1,14 +1,20 @@
 """The chunks of one compile (``split.py``) optimized and compiled in parallel processes.
 
-Workers are forked once the chunks' texts exist: they share the parent's pages (the emitted
-model, its constants) copy-on-write and build their LLVM modules after the fork, from the
-target machine the parent made (LLVM holds no threads in it: forking is safe, as the target
-probe in ``target.py`` does it). Workers take chunks from a queue (a pipe), biggest first,
-each as soon as it is done with its last; each sends its objects back through a pipe of its
-own and exits. The objects do not depend on which worker compiled them. With one worker (one
-usable cpu) the chunks are compiled one after the other in this process: the same bytes.
+A ``Pool`` takes chunks as they are made (``add``: a cpu level's, while the next is being
+emitted, ``stream.py``). Workers are forked at the first ``add``, more at later ones up to
+one fewer than the processes asked for: they share the parent's pages (the emitted model, its
+constants) copy-on-write and build their LLVM modules after the fork, from the target machine
+the parent made (LLVM holds no threads in it: forking is safe, as the target probe in
+``target.py`` does it). A chunk's text goes into a file in memory all processes share and
+its place into a queue (a pipe), each chunk's biggest first; a worker takes the next one as
+soon as it is done with its last, so a worker never sees text made after its fork but
+through that file. Once the parent has made every chunk (``finish``) it takes chunks from the
+queue too: no core is idle. Each worker sends its objects back through a pipe of its own
+when the queue is empty and closed, and exits. The objects do not depend on which process
+compiled them. With one process (one usable cpu) each chunk is compiled when added, in this
+process: the same bytes.
 
-How many workers: ``set_codegen_workers`` (the command line's ``-j``, divided among the
+How many processes: ``set_codegen_workers`` (the command line's ``-j``, divided among the
 models it compiles at once), else the ``AOTC_CODEGEN_JOBS`` environment variable, else the
 cpus this process may use.
 """
@@ -19,7 +25,8 @@ import os
 import pickle
 import signal
 import struct
-from collections.abc import Iterator
+import tempfile
+from typing import BinaryIO
 
 import llvmlite.binding as llvm
 
@@ -49,41 +56,95 @@ def codegen_workers() -> int:
 
 def compile_chunks(texts: list[bytearray], tm: llvm.TargetMachine, workers: int) -> list[bytes]:
     """Each chunk's relocatable object, in order, from up to ``workers`` processes."""
-    if workers <= 1 or not hasattr(os, "fork"):
-        return [_compile(text, tm) for text in texts]
-    queue = _queue(texts)
-    try:
-        children = [_fork(texts, queue, tm) for _ in range(min(workers, len(texts)))]
-    finally:
-        os.close(queue)
-    objects: dict[int, bytes] = {}
-    waiting = dict(children)
-    try:
-        for pid, reader in children:
-            del waiting[pid]
-            objects.update(_collect(pid, reader))
-    finally:
-        for pid, reader in waiting.items():
+    with Pool(tm, min(workers, len(texts))) as pool:
+        pool.add(texts)
+        return pool.finish()
+
+
+#: A queue record: the chunk's number, where its text starts in the shared file, its length.
+_RECORD = struct.Struct("<IQQ")
+
+
+class Pool:
+    """Compiles the chunks ``add`` is given in up to ``processes`` processes, this one among
+    them from ``finish`` on (see the module docstring); a context manager: leaving it ends the
+    workers not collected (a failed compile)."""
+
+    def __init__(self, tm: llvm.TargetMachine, processes: int) -> None:
+        self.tm = tm
+        self.processes = processes if hasattr(os, "fork") else 1
+        self.objects: dict[int, bytes] = {}
+        self.added = 0  # chunks numbered so far
+        self.children: dict[int, int] = {}  # pid -> the read end of its answer pipe
+        self.queue: list[int] = []  # the queue's read end, and its write end until finish
+        self.store: BinaryIO | None = None  # the texts, shared with the workers
+        self.stored = 0
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for pid, reader in self.children.items():
             _end(pid, reader)
-    return [objects[k] for k in range(len(texts))]
+        self.children.clear()
+        self._close()
+
+    def add(self, texts: list[bytearray]) -> None:
+        """Compile ``texts``, the next chunks (numbered on from the last ``add``)."""
+        first, self.added = self.added, self.added + len(texts)
+        if self.processes <= 1:
+            for k, text in enumerate(texts, first):
+                self.objects[k] = _compile(text, self.tm)
+            return
+        if self.store is None:
+            self.queue, self.store = list(os.pipe()), _shared_file()
+        store = self.store
+        for k in sorted(range(len(texts)), key=lambda k: (-len(texts[k]), k)):
+            self._put(first + k, texts[k])
+        while len(self.children) < min(self.processes - 1, self.added):
+            pid, reader = _fork(self.queue, store, self.tm)
+            self.children[pid] = reader
+
+    def finish(self) -> list[bytes]:
+        """The objects of every chunk added, in order: this process compiles chunks from the
+        queue too, then collects the workers' objects."""
+        if self.queue:
+            os.close(self.queue.pop())
+            assert self.store is not None
+            self.objects.update(_taken_objects(self.queue[0], self.store, self.tm))
+        while self.children:
+            pid, reader = next(iter(self.children.items()))
+            del self.children[pid]
+            self.objects.update(_collect(pid, reader))
+        self._close()
+        return [self.objects[k] for k in range(self.added)]
+
+    def _put(self, k: int, text: bytearray) -> None:
+        assert len(self.queue) == 2 and self.store is not None
+        os.pwrite(self.store.fileno(), text, self.stored)
+        os.write(self.queue[1], _RECORD.pack(k, self.stored, len(text)))  # atomic: < PIPE_BUF
+        self.stored += len(text)
+
+    def _close(self) -> None:
+        while self.queue:
+            os.close(self.queue.pop())
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+
+def _shared_file() -> BinaryIO:
+    """A file for the chunks' texts, in memory where the system has such files."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("aotc-chunks"), "w+b")
+    return tempfile.TemporaryFile()
 
 
 def _compile(text: bytearray, tm: llvm.TargetMachine) -> bytes:
     return emit_object(optimize_parsed(parse_ir(text), tm), tm)
 
 
-def _queue(texts: list[bytearray]) -> int:
-    """The read end of a pipe holding the chunk numbers, biggest chunk first: each worker takes
-    the next one when it is done with its last (a 4-byte read of 4-byte records is atomic), so
-    chunks whose LLVM time is not in proportion to their size still balance."""
-    reader, writer = os.pipe()
-    order = sorted(range(len(texts)), key=lambda k: (-len(texts[k]), k))
-    with os.fdopen(writer, "wb") as stream:  # 4 bytes a chunk: far below the pipe's buffer
-        stream.write(b"".join(struct.pack("<I", k) for k in order))
-    return reader
-
-
-def _fork(texts: list[bytearray], queue: int, tm: llvm.TargetMachine) -> tuple[int, int]:
+def _fork(queue: list[int], store: BinaryIO, tm: llvm.TargetMachine) -> tuple[int, int]:
     """A worker compiling the chunks it takes from ``queue``: its pid and the read end of
     the pipe it answers through."""
     reader, writer = os.pipe()
@@ -92,9 +153,10 @@ def _fork(texts: list[bytearray], queue: int, tm: llvm.TargetMachine) -> tuple[i
         status = 1
         try:
             os.close(reader)
+            os.close(queue[1])  # the queue ends when the parent closes its write end
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             try:
-                result: object = [(k, _compile(texts[k], tm)) for k in _taken(queue)]
+                result: object = _taken_objects(queue[0], store, tm)
             except CodegenError as err:
                 result = str(err)
             except Exception as err:  # noqa: BLE001 - a bug: the parent reports it as one
@@ -108,10 +170,20 @@ def _fork(texts: list[bytearray], queue: int, tm: llvm.TargetMachine) -> tuple[i
     return pid, reader
 
 
-def _taken(queue: int) -> Iterator[int]:
-    """The chunk numbers this worker takes from the queue, one at a time, until it is empty."""
-    while record := os.read(queue, 4):
-        yield struct.unpack("<I", record)[0]
+def _taken_objects(queue: int, store: BinaryIO, tm: llvm.TargetMachine) -> list[tuple[int, bytes]]:
+    """The objects of the chunks this process takes from the queue, one at a time, until it
+    is empty and closed."""
+    objects = []
+    while record := os.read(queue, _RECORD.size):
+        assert len(record) == _RECORD.size, "the queue's records are written whole"
+        k, offset, length = _RECORD.unpack(record)
+        text = bytearray()
+        while len(text) < length:
+            piece = os.pread(store.fileno(), length - len(text), offset + len(text))
+            assert piece, "a chunk's text is in the file before its record is in the queue"
+            text += piece
+        objects.append((k, _compile(text, tm)))
+    return objects
 
 
 def _collect(pid: int, reader: int) -> list[tuple[int, bytes]]:

@@ -1,0 +1,108 @@
+"""A module's object code made while it is emitted: each cpu level's LLVM work starts while
+the next level is being emitted.
+
+An object with several cpu levels (``dispatch.py``) carries a program per level, and no
+function of one level's program is called by another's (``emitter._level_functions``). So at
+each level's end (``ObjectCode.level``) its functions are taken out of the module
+(``irtypes.take_functions``), merged where they differ only in the constants they read
+(``variants``: every caller of a level's kernels is among them), and once the levels taken
+are worth two chunks they are dealt into chunks (``split.Splitter``) and handed to the
+workers (``workers.Pool``), while this process emits the next level. What waits for a caller
+to come (a level's bodies go with the dispatching entry) and the functions every level
+shares (kernels emitted once, ``aotc.divide``) are the last part, with the entry points
+(``ObjectCode.rest``); then this process compiles chunks too, and the objects are joined
+(``elf_join``). Big constants are lifted (``elf_constants``) before each part's globals are
+printed. The chunks depend only on the functions, never on the workers' number or speed: the
+object is the same bytes for any ``-j``. One-level objects, and targets whose objects are not
+joined, are one part, made once the module is emitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from aotc.codegen.elf_constants import Lifted, lift_constants
+from aotc.codegen.elf_join import join_objects
+from aotc.codegen.irtypes import ModuleParts, frozen_texts, module_prelude, take_functions
+from aotc.codegen.split import CHUNK_BYTES, Splitter, chunk_count
+from aotc.codegen.target import emit_object, optimize_parsed, parse_ir
+from aotc.codegen.variants import read_only_arrays, share_constant_variants
+from aotc.codegen.workers import Pool, codegen_workers
+
+
+class ObjectCode:
+    """The object of one module, made part by part (see the module docstring); a context
+    manager, whose end stops the workers of a compile that failed."""
+
+    def __init__(self, tm: llvm.TargetMachine, splits: bool, say: Callable[[str], None]) -> None:
+        self.tm, self.splits, self.say = tm, splits, say
+        self.pool = Pool(tm, codegen_workers() if splits else 1)
+        self.splitter = Splitter()
+        self.lifted: list[Lifted] = []  # the constants lifted from the parts dealt
+        self.held: list[str] = []  # functions of dealt parts that wait for the last part
+        self.pending: list[str] = []  # taken levels, not worth chunks yet
+        self.sources: list[str] = []  # the function texts of the parts dealt
+        self.texts: list[bytearray] = []  # the chunks' texts
+
+    def __enter__(self) -> ObjectCode:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.pool.__exit__()
+
+    def level(self, module: ir.Module, names: list[str]) -> None:
+        """``emitter.emit_module_assigned``'s ``on_level``: take the level's functions ``names``
+        out of ``module``; deal the levels taken into chunks once they are worth two."""
+        if not self.splits:
+            return
+        self.lifted += lift_constants(module)
+        texts = take_functions(module, names)
+        self.pending += share_constant_variants(texts, read_only_arrays(module))
+        if sum(map(len, self.pending)) < 2 * CHUNK_BYTES:
+            return
+        parts = module_prelude(module)
+        parts.functions, self.pending = self.pending, []
+        self.sources += parts.functions
+        chunks, held = self.splitter.deal(parts, chunk_count(parts), frozen_texts(module), False)
+        self.held += held
+        self._add(chunks)
+
+    def rest(self, functions: list[str], edit: Callable[[list[str]], list[str]]) -> list[str]:
+        """The functions of the last part: the module's rest (``functions``) and those dealt
+        parts held for it, ``edit``ed (``variants``) together, and the levels still taken."""
+        return edit(functions + self.held) + self.pending
+
+    def finish(self, parts: ModuleParts) -> tuple[bytes, Callable[[], str]]:
+        """The object, the last part being ``parts`` (spent), and a function printing its
+        optimized IR: joined from the chunks where any part was dealt or the module is worth
+        two chunks, else LLVM's one object of the whole, compiled in this process."""
+        count = chunk_count(parts) if self.splits else 1
+        if count > 1 or self.texts:
+            chunks, _ = self.splitter.deal(parts, count)
+            self._add(chunks)
+            processes = min(codegen_workers(), len(self.texts))
+            self.say(
+                f"LLVM optimization and object code, {len(self.texts)} parts, {processes} processes"
+            )
+            joined = join_objects(self.pool.finish(), self.splitter.symbols())
+            if joined is not None:
+                parts.functions.clear()
+                texts = self.texts
+                return joined, lambda: "\n".join(_optimized_ir(t, self.tm) for t in texts)
+            parts.functions += self.sources
+        optimized = parse_ir(parts.joined())
+        self.say("LLVM optimization")
+        optimize_parsed(optimized, self.tm)
+        self.say("object code")
+        return emit_object(optimized, self.tm), lambda: str(optimized)
+
+    def _add(self, chunks: list[bytearray]) -> None:
+        self.texts += chunks
+        self.pool.add(chunks)
+
+
+def _optimized_ir(text: bytearray, tm: llvm.TargetMachine) -> str:
+    return str(optimize_parsed(parse_ir(text), tm))
