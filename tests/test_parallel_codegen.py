@@ -25,6 +25,7 @@ from test_elf_constants import _module, _spec
 
 from aotc.codegen import emitter, split, stream, workers
 from aotc.codegen.elf_join import join_objects
+from aotc.codegen.irtypes import ModuleParts
 from aotc.codegen.target import PORTABLE, TargetSpec, create_target_machine
 from aotc.errors import CodegenError
 from aotc.hlo.evaluate import evaluate
@@ -194,3 +195,36 @@ def test_a_bug_in_a_worker_is_an_internal_error_with_its_message(
 
     with pytest.raises(RuntimeError, match="worker: AssertionError: a broken invariant"):
         _in_a_worker(monkeypatch, broken)
+
+
+def _fn(name: str, calls: list[str], internal: bool = True, noinline: bool = True) -> str:
+    body = "".join(f'  call void @"{callee}"()\n' for callee in calls)
+    head = f'define {"internal " if internal else ""}void @"{name}"(){" noinline" * noinline}'
+    return f"{head} {{\n{body}  ret void\n}}"
+
+
+def _part(*functions: str) -> ModuleParts:
+    return ModuleParts(bytearray(b"; prelude"), list(functions), b"\n\0")
+
+
+def test_a_part_calls_functions_of_parts_dealt_before_and_after() -> None:
+    """A level's kernels are hidden where its body, held for the last part, calls them; a
+    shared kernel (in no part yet) that a level's kernel calls is declared, and hidden once
+    dealt; a function a kernel in no part yet calls is never inlined into its chunk."""
+    splitter = split.Splitter()
+    level = _part(
+        _fn("body", ["k1", "k2"], noinline=False), _fn("k1", ["shared", "tile"]), _fn("k2", [])
+    )
+    context = [_fn("shared", []), _fn("once", ["tile"])]
+    level.functions.append(_fn("tile", [], noinline=False))
+    texts, held = splitter.deal(level, 2, context, final=False)
+    assert [t.partition("\n")[0] for t in held] == ['define internal void @"body"() {']
+    dealt = _defined([bytearray(t) for t in texts])
+    assert dealt == {"k1", "k2", "tile"} and len(texts) == 2
+    assert {"k1", "k2", "tile"} <= splitter.shared and splitter.exposed == {"shared"}
+    assert all(b'declare hidden void @"shared"()' in t for t in texts if b'@"k1"' in t)
+    last = _part(_fn("entry", ["body"], internal=False), *held, *context)
+    final, _ = splitter.deal(last, 1)
+    assert _defined(final) == {"entry", "body", "shared", "once"}
+    assert b'define hidden void @"shared"()' in final[0] and not splitter.exposed
+    assert splitter.symbols() == {b"k1", b"k2", b"tile", b"shared"}

@@ -226,11 +226,13 @@ def emit_module_assigned(
 def _level_functions(
     llvm_module: ir.Module, known: int, level: CpuLevel, bodies: list[ir.Function]
 ) -> list[str]:
-    """The functions of ``level``'s programs that no other program uses: its bodies, and
-    those its programs added to the module (after the first ``known`` globals) named with
+    """The functions of ``level``'s programs that no other level's program uses: its bodies,
+    and those its programs added to the module (after the first ``known`` globals) named with
     its prefix. Every function a level's kernels emit is named after its kernel (``.gemm``,
-    ``.task``, tiles), so with the level's prefix; those of kernels emitted once, at the
-    lowest level, and helpers shared by every level (``aotc.divide``) have none."""
+    ``.task``, tiles), so with the level's prefix; those of kernels emitted once and helpers
+    shared by every level (``aotc.divide``) have none. A kernel emitted once (at the lowest
+    level, while its first program is emitted) may still call a lowest-level function of
+    identical text (``shared.share``): ``split.Splitter`` sees that call."""
     prefix = f"{level.cpu}."
     added = list(llvm_module.globals.values())[known:]
     names = [fn.name for fn in bodies]

@@ -104,11 +104,13 @@ class Splitter:
         inline (they go with their caller: a level's body with the dispatching entry, in chunk
         0 of the last part), exported ones and users of a mutable global (chunk 0 of the last
         part too), with the helpers they would copy. ``context``: functions of the module in
-        no part yet that this part's may call (copied where inlinable, else declared)."""
+        no part yet that this part's may call (copied where inlinable, else declared) or
+        that call this part's (never inlined then, and ``hidden``)."""
         functions = _functions(parts.functions)
         outside = _functions(context)
         everything = {**outside, **functions}
         mutable = set(_MUTABLE.findall(parts.prelude.decode("latin-1")))
+        self.exposed |= {ref for fn in outside.values() for ref in fn.refs if ref in functions}
         referrers = _referrers(functions)
         units, copied = _units(functions, referrers, mutable, self.exposed)
         waiting = set()
