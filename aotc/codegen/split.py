@@ -15,6 +15,10 @@ makes its symbol local again: kernels are named alike in every model). Functions
 mutable global (the cpu-level cache) and the exported entries stay in chunk 0, so no
 variable is ever defined twice. The chunks depend only on the module's text, never on how
 many workers compile them: the object is the same bytes whatever the machine.
+
+``Splitter`` deals a module in parts (``stream.py``: a cpu level at a time, while the next is
+emitted), each part's chunks as above, with calls between parts declared and ``hidden``
+where the callee is defined.
 """
 
 from __future__ import annotations
