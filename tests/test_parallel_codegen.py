@@ -21,6 +21,7 @@ import pytest
 from c_harness import entry_points, exported_and_undefined_symbols, run_compiled_level
 from codegen_testing import compile_entry
 from cross_testing import CROSS_TARGETS, require_toolchains
+from hlo_programs import build
 from test_elf_constants import _module, _spec
 
 from aotc.codegen import emitter, split, stream, workers
@@ -28,7 +29,10 @@ from aotc.codegen.elf_join import join_objects
 from aotc.codegen.irtypes import ModuleParts
 from aotc.codegen.target import PORTABLE, TargetSpec, create_target_machine
 from aotc.errors import CodegenError
+from aotc.hlo.builder import ComputationBuilder, ModuleBuilder
 from aotc.hlo.evaluate import evaluate
+from aotc.hlo.ir import Instruction, Module, Opcode
+from aotc.hlo.shape import PrimitiveType, Shape
 
 RNG = np.random.default_rng(15)
 
@@ -228,3 +232,37 @@ def test_a_part_calls_functions_of_parts_dealt_before_and_after() -> None:
     assert _defined(final) == {"entry", "body", "shared", "once"}
     assert b'define hidden void @"shared"()' in final[0] and not splitter.exposed
     assert splitter.symbols() == {b"k1", b"k2", b"tile", b"shared"}
+
+
+def _twin_tables() -> Module:
+    """Two kernels small enough to be emitted once for every level, alike but for the
+    tables they read (``variants`` makes them one: every level's bodies call it)."""
+    shapes = [Shape(PrimitiveType.F32, (16,))] * 2
+    tables = RNG.standard_normal((2, 16)).astype(np.float32)
+
+    def body(mb: ModuleBuilder, b: ComputationBuilder, ps: list[Instruction]) -> list[Instruction]:
+        return [
+            b.binary(Opcode.MULTIPLY, p, b.constant(t.copy()))
+            for p, t in zip(ps, tables, strict=True)
+        ]
+
+    return build(shapes, body)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 1 << 40], ids=["streamed", "whole"])
+def test_kernels_emitted_once_merge_whether_levels_stream_or_not(
+    chunk_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(split, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", chunk_bytes)
+    module = _twin_tables()
+    workers.set_codegen_workers(2)
+    try:
+        model = compile_entry(module, "m", TargetSpec("x86_64-unknown-linux-gnu", PORTABLE))
+    finally:
+        workers.set_codegen_workers(None)
+    assert len(re.findall(r'^define [^@]*@"?kernel\.multiply', model.llvm_ir, re.M)) == 1
+    inputs = [RNG.standard_normal(16).astype(np.float32) for _ in range(2)]
+    got, _, _ = run_compiled_level(model, inputs)
+    for a, e in zip(got, evaluate(module, inputs), strict=True):
+        np.testing.assert_array_equal(a, e)

@@ -71,9 +71,10 @@ class ObjectCode:
         self._add(chunks)
 
     def rest(self, functions: list[str], edit: Callable[[list[str]], list[str]]) -> list[str]:
-        """The functions of the last part: the module's rest (``functions``) and those dealt
-        parts held for it, ``edit``ed (``variants``) together, and the levels still taken."""
-        return edit(functions + self.held) + self.pending
+        """The functions of the last part: the module's rest (``functions``), those dealt
+        parts held for it and the levels taken since, ``edit``ed (``variants``) together: the
+        kernels emitted once are called by every level's bodies."""
+        return edit(functions + self.held + self.pending)
 
     def finish(self, parts: ModuleParts) -> tuple[bytes, Callable[[], str]]:
         """The object, the last part being ``parts`` (spent), and a function printing its
