@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -113,8 +114,8 @@ def test_each_level_is_compiled_while_the_next_is_emitted(
     tiny_chunks: list[split.Chunks], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first chunks go to the pool at level 1's end, holding only level 1's functions
-    (its bodies wait for the dispatching entry, in the last part's chunk 0), and a worker
-    forked then compiles chunks made after its fork."""
+    (its bodies wait for the dispatching entry, in the last part's chunk 0), and the object
+    is the same bytes for any number of workers."""
     added: list[tuple[list[bytearray], int]] = []
     emitted = [0]
     original_add, original_kernel = workers.Pool.add, emitter._emit_program
@@ -158,47 +159,47 @@ def _defined(texts: list[bytearray]) -> set[str]:
     return {name.decode() for name in found}
 
 
-def _in_a_worker(monkeypatch: pytest.MonkeyPatch, failing: Callable[[], None]) -> None:
-    """``workers._compile`` calls ``failing`` in a worker; this process, taking a chunk too,
-    waits until the worker has taken the other one (and failed)."""
-    parent = os.getpid()
-    reader, writer = os.pipe()
+def test_a_worker_compiles_chunks_made_after_its_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text of a chunk added once the workers are forked reaches them whole."""
 
     def compiled(text: bytearray, tm: object) -> bytes:
-        if os.getpid() == parent:
-            os.read(reader, 1)  # the worker's write end closes as it ends
-            return b""
-        os.close(reader)
-        failing()
-        raise AssertionError("not reached")
+        return b"%d:%s" % (os.getpid(), bytes(text))
 
     monkeypatch.setattr(workers, "_compile", compiled)
     tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
-    try:
-        with workers.Pool(tm, 2) as pool:
-            pool.add([bytearray(b"\0"), bytearray(b"\0")])
-            os.close(writer)
-            pool.finish()
-    finally:
-        os.close(reader)
+    later = bytearray(RNG.integers(1, 256, 300_000, np.uint8).tobytes() + b"\0")
+    with workers.Pool(tm, 2) as pool:
+        pool.add([bytearray(b"first\0")])
+        (forked,) = pool.children
+        pool.add([later])
+        for _ in range(1000):  # until the worker has taken it: this process waits
+            if not select.select([pool.queue[0]], [], [], 0.01)[0]:
+                break
+        first, second = pool.finish()
+    assert first == b"%d:first\0" % forked and second == b"%d:%s" % (forked, bytes(later))
 
 
 def test_a_worker_killed_is_a_codegen_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def killed() -> None:  # in the forked worker: as the OOM killer would
-        os.kill(os.getpid(), signal.SIGKILL)
+    def killed(text: bytearray, tm: object) -> bytes:
+        os.kill(os.getpid(), signal.SIGKILL)  # in the forked worker: as the OOM killer would
+        raise AssertionError("not reached")
 
+    monkeypatch.setattr(workers, "_compile", killed)
+    tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
     with pytest.raises(CodegenError, match="killed by signal 9"):
-        _in_a_worker(monkeypatch, killed)
+        workers.compile_chunks([bytearray(b"\0"), bytearray(b"\0")], tm, 2)
 
 
 def test_a_bug_in_a_worker_is_an_internal_error_with_its_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken() -> None:
+    def broken(text: bytearray, tm: object) -> bytes:
         raise AssertionError("a broken invariant")
 
+    monkeypatch.setattr(workers, "_compile", broken)
+    tm, _ = create_target_machine(TargetSpec("x86_64-unknown-linux-gnu", "x86-64"))
     with pytest.raises(RuntimeError, match="worker: AssertionError: a broken invariant"):
-        _in_a_worker(monkeypatch, broken)
+        workers.compile_chunks([bytearray(b"\0"), bytearray(b"\0")], tm, 2)
 
 
 def _fn(name: str, calls: list[str], internal: bool = True, noinline: bool = True) -> str:

@@ -6,13 +6,14 @@ one fewer than the processes asked for: they share the parent's pages (the emitt
 constants) copy-on-write and build their LLVM modules after the fork, from the target machine
 the parent made (LLVM holds no threads in it: forking is safe, as the target probe in
 ``target.py`` does it). A chunk's text goes into a file in memory all processes share and
-its place into a queue (a pipe), each chunk's biggest first; a worker takes the next one as
-soon as it is done with its last, so a worker never sees text made after its fork but
-through that file. Once the parent has made every chunk (``finish``) it takes chunks from the
-queue too: no core is idle. Each worker sends its objects back through a pipe of its own
-when the queue is empty and closed, and exits. The objects do not depend on which process
-compiled them. With one process (one usable cpu) each chunk is compiled when added, in this
-process: the same bytes.
+its place into a queue (a pipe), each ``add``'s biggest chunk first; a worker takes the next
+one as soon as it is done with its last, so a worker sees the text made after its fork
+through that file. Once the parent has made every chunk (``finish``) it forks the last
+worker, in its own place (no core idle; the parent's heap, which the join needs next, never
+holds an LLVM module's memory). Each worker sends its objects back through a pipe of its own
+when the queue is empty and closed, and exits. The objects do not depend on which worker
+compiled them. With one process (one usable cpu) the chunks are compiled one after the other
+in this process at ``finish``, once the Python IR is freed: the same bytes.
 
 How many processes: ``set_codegen_workers`` (the command line's ``-j``, divided among the
 models it compiles at once), else the ``AOTC_CODEGEN_JOBS`` environment variable, else the
@@ -66,14 +67,14 @@ _RECORD = struct.Struct("<IQQ")
 
 
 class Pool:
-    """Compiles the chunks ``add`` is given in up to ``processes`` processes, this one among
-    them from ``finish`` on (see the module docstring); a context manager: leaving it ends the
-    workers not collected (a failed compile)."""
+    """Compiles the chunks ``add`` is given in up to ``processes`` processes (see the module
+    docstring); a context manager: leaving it ends the workers not collected (a failed
+    compile)."""
 
     def __init__(self, tm: llvm.TargetMachine, processes: int) -> None:
         self.tm = tm
         self.processes = processes if hasattr(os, "fork") else 1
-        self.objects: dict[int, bytes] = {}
+        self.texts: list[bytearray] = []  # one process: the chunks, compiled at finish
         self.added = 0  # chunks numbered so far
         self.children: dict[int, int] = {}  # pid -> the read end of its answer pipe
         self.queue: list[int] = []  # the queue's read end, and its write end until finish
@@ -93,31 +94,35 @@ class Pool:
         """Compile ``texts``, the next chunks (numbered on from the last ``add``)."""
         first, self.added = self.added, self.added + len(texts)
         if self.processes <= 1:
-            for k, text in enumerate(texts, first):
-                self.objects[k] = _compile(text, self.tm)
+            self.texts += texts
             return
         if self.store is None:
             self.queue, self.store = list(os.pipe()), _shared_file()
-        store = self.store
         for k in sorted(range(len(texts)), key=lambda k: (-len(texts[k]), k)):
             self._put(first + k, texts[k])
-        while len(self.children) < min(self.processes - 1, self.added):
-            pid, reader = _fork(self.queue, store, self.tm)
-            self.children[pid] = reader
+        self._fork(min(self.processes - 1, self.added))
 
     def finish(self) -> list[bytes]:
-        """The objects of every chunk added, in order: this process compiles chunks from the
-        queue too, then collects the workers' objects."""
+        """The objects of every chunk added, in order."""
+        if self.processes <= 1:
+            return [_compile(text, self.tm) for text in self.texts]
+        objects: dict[int, bytes] = {}
         if self.queue:
             os.close(self.queue.pop())
-            assert self.store is not None
-            self.objects.update(_taken_objects(self.queue[0], self.store, self.tm))
+            self._fork(min(self.processes, self.added))
         while self.children:
             pid, reader = next(iter(self.children.items()))
             del self.children[pid]
-            self.objects.update(_collect(pid, reader))
+            objects.update(_collect(pid, reader))
         self._close()
-        return [self.objects[k] for k in range(self.added)]
+        return [objects[k] for k in range(self.added)]
+
+    def _fork(self, count: int) -> None:
+        """Fork workers until there are ``count``."""
+        assert self.store is not None
+        while len(self.children) < count:
+            pid, reader = _fork(self.queue, self.store, self.tm)
+            self.children[pid] = reader
 
     def _put(self, k: int, text: bytearray) -> None:
         assert len(self.queue) == 2 and self.store is not None
@@ -153,7 +158,8 @@ def _fork(queue: list[int], store: BinaryIO, tm: llvm.TargetMachine) -> tuple[in
         status = 1
         try:
             os.close(reader)
-            os.close(queue[1])  # the queue ends when the parent closes its write end
+            if len(queue) == 2:  # the queue ends when the parent closes its write end
+                os.close(queue[1])
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             try:
                 result: object = _taken_objects(queue[0], store, tm)
