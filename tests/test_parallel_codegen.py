@@ -46,8 +46,8 @@ def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[split.Chunks]]
 
     def recording(code: stream.ObjectCode, parts: object) -> tuple[bytes, object]:
         done = original(code, parts)  # type: ignore[arg-type]
-        if code.texts:
-            made.append(split.Chunks(code.texts, code.splitter.shared))
+        if code.splitter.chunks:
+            made.append(split.Chunks(list(code.pool.store.texts()), code.splitter.shared))
         return done  # type: ignore[return-value]
 
     monkeypatch.setattr(split, "CHUNK_BYTES", 1)
@@ -171,7 +171,7 @@ def test_a_worker_compiles_chunks_made_after_its_fork(monkeypatch: pytest.Monkey
     with workers.Pool(tm, 2) as pool:
         pool.add([bytearray(b"first\0")])
         (forked,) = pool.children
-        pool.add([later])
+        pool.add([later.copy()])
         for _ in range(1000):  # until the worker has taken it: this process waits
             if not select.select([pool.queue[0]], [], [], 0.01)[0]:
                 break

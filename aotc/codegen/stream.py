@@ -45,7 +45,6 @@ class ObjectCode:
         self.held: list[str] = []  # functions of dealt parts that wait for the last part
         self.pending: list[str] = []  # taken levels, not worth chunks yet
         self.sources: list[str] = []  # the function texts of the parts dealt
-        self.texts: list[bytearray] = []  # the chunks' texts
 
     def __enter__(self) -> ObjectCode:
         return self
@@ -68,7 +67,7 @@ class ObjectCode:
         self.sources += parts.functions
         chunks, held = self.splitter.deal(parts, chunk_count(parts), frozen_texts(module), False)
         self.held += held
-        self._add(chunks)
+        self.pool.add(chunks)
 
     def rest(self, functions: list[str], edit: Callable[[list[str]], list[str]]) -> list[str]:
         """The functions of the last part: the module's rest (``functions``), those dealt
@@ -81,28 +80,22 @@ class ObjectCode:
         optimized IR: joined from the chunks where any part was dealt or the module is worth
         two chunks, else LLVM's one object of the whole, compiled in this process."""
         count = chunk_count(parts) if self.splits else 1
-        if count > 1 or self.texts:
-            chunks, _ = self.splitter.deal(parts, count)
-            self._add(chunks)
-            processes = min(codegen_workers(), len(self.texts))
-            self.say(
-                f"LLVM optimization and object code, {len(self.texts)} parts, {processes} processes"
-            )
+        if count > 1 or self.splitter.chunks:
+            self.pool.add(self.splitter.deal(parts, count)[0])
+            count = self.splitter.chunks
+            processes = min(codegen_workers(), count)
+            self.say(f"LLVM optimization and object code, {count} parts, {processes} processes")
             joined = join_objects(self.pool.finish(), self.splitter.symbols())
             if joined is not None:
                 parts.functions.clear()
-                texts = self.texts
-                return joined, lambda: "\n".join(_optimized_ir(t, self.tm) for t in texts)
+                store, tm = self.pool.store, self.tm
+                return joined, lambda: "\n".join(_optimized_ir(t, tm) for t in store.texts())
             parts.functions += self.sources
         optimized = parse_ir(parts.joined())
         self.say("LLVM optimization")
         optimize_parsed(optimized, self.tm)
         self.say("object code")
         return emit_object(optimized, self.tm), lambda: str(optimized)
-
-    def _add(self, chunks: list[bytearray]) -> None:
-        self.texts += chunks
-        self.pool.add(chunks)
 
 
 def _optimized_ir(text: bytearray, tm: llvm.TargetMachine) -> str:

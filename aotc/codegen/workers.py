@@ -5,8 +5,8 @@ emitted, ``stream.py``). Workers are forked at the first ``add``, more at later 
 one fewer than the processes asked for: they share the parent's pages (the emitted model, its
 constants) copy-on-write and build their LLVM modules after the fork, from the target machine
 the parent made (LLVM holds no threads in it: forking is safe, as the target probe in
-``target.py`` does it). A chunk's text goes into a file in memory all processes share and
-its place into a queue (a pipe), each ``add``'s biggest chunk first; a worker takes the next
+``target.py`` does it). A chunk's text goes into a file in memory all processes share
+(``ChunkStore``: no process's heap holds it) and its place into a queue (a pipe), each ``add``'s biggest chunk first; a worker takes the next
 one as soon as it is done with its last, so a worker sees the text made after its fork
 through that file. Once the parent has made every chunk (``finish``) it forks the last
 worker, in its own place (no core idle; the parent's heap, which the join needs next, never
@@ -27,6 +27,7 @@ import pickle
 import signal
 import struct
 import tempfile
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import llvmlite.binding as llvm
@@ -66,20 +67,53 @@ def compile_chunks(texts: list[bytearray], tm: llvm.TargetMachine, workers: int)
 _RECORD = struct.Struct("<IQQ")
 
 
+class ChunkStore:
+    """The chunks' texts, in a file in memory (where the system has such files) that forked
+    workers share: neither this process's heap nor theirs holds them meanwhile."""
+
+    def __init__(self) -> None:
+        self.file: BinaryIO | None = None  # made with the first chunk
+        self.places: list[tuple[int, int]] = []  # each chunk's offset and length
+
+    def put(self, text: bytearray) -> tuple[int, int, int]:
+        """Store the next chunk: its number, offset and length."""
+        if self.file is None:
+            self.file = (
+                os.fdopen(os.memfd_create("aotc-chunks"), "w+b")
+                if hasattr(os, "memfd_create")
+                else tempfile.TemporaryFile()  # noqa: SIM115 - open while the store lives
+            )
+        offset = sum(self.places[-1]) if self.places else 0
+        os.pwrite(self.file.fileno(), text, offset)
+        self.places.append((offset, len(text)))
+        return len(self.places) - 1, offset, len(text)
+
+    def text(self, offset: int, length: int) -> bytearray:
+        """The text stored at ``offset``."""
+        assert self.file is not None
+        text = bytearray()
+        while len(text) < length:
+            piece = os.pread(self.file.fileno(), length - len(text), offset + len(text))
+            assert piece, "a chunk's text is in the file before its record is in the queue"
+            text += piece
+        return text
+
+    def texts(self) -> Iterator[bytearray]:
+        """Every chunk's text, in order."""
+        return (self.text(offset, length) for offset, length in self.places)
+
+
 class Pool:
     """Compiles the chunks ``add`` is given in up to ``processes`` processes (see the module
     docstring); a context manager: leaving it ends the workers not collected (a failed
-    compile)."""
+    compile). The texts stay in ``store``."""
 
     def __init__(self, tm: llvm.TargetMachine, processes: int) -> None:
         self.tm = tm
         self.processes = processes if hasattr(os, "fork") else 1
-        self.texts: list[bytearray] = []  # one process: the chunks, compiled at finish
-        self.added = 0  # chunks numbered so far
+        self.store = ChunkStore()
         self.children: dict[int, int] = {}  # pid -> the read end of its answer pipe
         self.queue: list[int] = []  # the queue's read end, and its write end until finish
-        self.store: BinaryIO | None = None  # the texts, shared with the workers
-        self.stored = 0
 
     def __enter__(self) -> Pool:
         return self
@@ -92,64 +126,46 @@ class Pool:
 
     def add(self, texts: list[bytearray]) -> None:
         """Compile ``texts``, the next chunks (numbered on from the last ``add``)."""
-        first, self.added = self.added, self.added + len(texts)
+        places = [self.store.put(text) for text in texts]
         if self.processes <= 1:
-            self.texts += texts
             return
-        if self.store is None:
-            self.queue, self.store = list(os.pipe()), _shared_file()
-        for k in sorted(range(len(texts)), key=lambda k: (-len(texts[k]), k)):
-            self._put(first + k, texts[k])
-        self._fork(min(self.processes - 1, self.added))
+        if not self.queue:
+            self.queue = list(os.pipe())
+        for k, offset, length in sorted(places, key=lambda p: (-p[2], p[0])):
+            os.write(self.queue[1], _RECORD.pack(k, offset, length))  # atomic: < PIPE_BUF
+        self._fork(min(self.processes - 1, len(self.store.places)))
 
     def finish(self) -> list[bytes]:
         """The objects of every chunk added, in order."""
         if self.processes <= 1:
-            return [_compile(text, self.tm) for text in self.texts]
+            return [_compile(text, self.tm) for text in self.store.texts()]
         objects: dict[int, bytes] = {}
         if self.queue:
             os.close(self.queue.pop())
-            self._fork(min(self.processes, self.added))
+            self._fork(min(self.processes, len(self.store.places)))
         while self.children:
             pid, reader = next(iter(self.children.items()))
             del self.children[pid]
             objects.update(_collect(pid, reader))
         self._close()
-        return [objects[k] for k in range(self.added)]
+        return [objects[k] for k in range(len(self.store.places))]
 
     def _fork(self, count: int) -> None:
         """Fork workers until there are ``count``."""
-        assert self.store is not None
         while len(self.children) < count:
             pid, reader = _fork(self.queue, self.store, self.tm)
             self.children[pid] = reader
 
-    def _put(self, k: int, text: bytearray) -> None:
-        assert len(self.queue) == 2 and self.store is not None
-        os.pwrite(self.store.fileno(), text, self.stored)
-        os.write(self.queue[1], _RECORD.pack(k, self.stored, len(text)))  # atomic: < PIPE_BUF
-        self.stored += len(text)
-
     def _close(self) -> None:
         while self.queue:
             os.close(self.queue.pop())
-        if self.store is not None:
-            self.store.close()
-            self.store = None
-
-
-def _shared_file() -> BinaryIO:
-    """A file for the chunks' texts, in memory where the system has such files."""
-    if hasattr(os, "memfd_create"):
-        return os.fdopen(os.memfd_create("aotc-chunks"), "w+b")
-    return tempfile.TemporaryFile()
 
 
 def _compile(text: bytearray, tm: llvm.TargetMachine) -> bytes:
     return emit_object(optimize_parsed(parse_ir(text), tm), tm)
 
 
-def _fork(queue: list[int], store: BinaryIO, tm: llvm.TargetMachine) -> tuple[int, int]:
+def _fork(queue: list[int], store: ChunkStore, tm: llvm.TargetMachine) -> tuple[int, int]:
     """A worker compiling the chunks it takes from ``queue``: its pid and the read end of
     the pipe it answers through."""
     reader, writer = os.pipe()
@@ -176,19 +192,16 @@ def _fork(queue: list[int], store: BinaryIO, tm: llvm.TargetMachine) -> tuple[in
     return pid, reader
 
 
-def _taken_objects(queue: int, store: BinaryIO, tm: llvm.TargetMachine) -> list[tuple[int, bytes]]:
+def _taken_objects(
+    queue: int, store: ChunkStore, tm: llvm.TargetMachine
+) -> list[tuple[int, bytes]]:
     """The objects of the chunks this process takes from the queue, one at a time, until it
     is empty and closed."""
     objects = []
     while record := os.read(queue, _RECORD.size):
         assert len(record) == _RECORD.size, "the queue's records are written whole"
         k, offset, length = _RECORD.unpack(record)
-        text = bytearray()
-        while len(text) < length:
-            piece = os.pread(store.fileno(), length - len(text), offset + len(text))
-            assert piece, "a chunk's text is in the file before its record is in the queue"
-            text += piece
-        objects.append((k, _compile(text, tm)))
+        objects.append((k, _compile(store.text(offset, length), tm)))
     return objects
 
 
