@@ -100,6 +100,20 @@ def test_the_joined_object_computes_what_the_whole_one_does(
             np.testing.assert_allclose(a, e, atol=2e-5 * scale, err_msg=f"{runner} {j}")
 
 
+def test_objects_the_join_refuses_are_compiled_whole(
+    tiny_chunks: list[split.Chunks], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = _module()
+    inputs = [RNG.standard_normal((64, 96)).astype(np.float32), np.ones(16, np.float32)]
+    monkeypatch.setattr(stream, "join_objects", lambda *_: None)
+    workers.set_codegen_workers(2)
+    whole = compile_entry(module, "m", TargetSpec("x86_64-unknown-linux-gnu", PORTABLE))
+    assert len(tiny_chunks[0].texts) > 4, "the levels were dealt"
+    got, _, _ = run_compiled_level(whole, inputs)
+    for a, e in zip(got, evaluate(module, inputs), strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
 def test_a_small_module_is_compiled_whole_in_this_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

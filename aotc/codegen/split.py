@@ -189,6 +189,11 @@ class Splitter:
         return declared
 
 
+def defined_functions(texts: Iterable[str]) -> dict[str, str]:
+    """The text of each function defined in ``texts``, by name."""
+    return {name: fn.text for name, fn in _functions(texts).items()}
+
+
 def _functions(texts: Iterable[str]) -> dict[str, _Function]:
     """The defined functions of ``texts`` (each one or more functions), in order, by name."""
     found: dict[str, _Function] = {}

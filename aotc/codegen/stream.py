@@ -27,10 +27,10 @@ from llvmlite import ir
 from aotc.codegen.elf_constants import Lifted, lift_constants
 from aotc.codegen.elf_join import join_objects
 from aotc.codegen.irtypes import ModuleParts, frozen_texts, module_prelude, take_functions
-from aotc.codegen.split import CHUNK_BYTES, Splitter, chunk_count
+from aotc.codegen.split import CHUNK_BYTES, Splitter, chunk_count, defined_functions
 from aotc.codegen.target import emit_object, optimize_parsed, parse_ir
 from aotc.codegen.variants import read_only_arrays, share_constant_variants
-from aotc.codegen.workers import Pool, codegen_workers
+from aotc.codegen.workers import ChunkStore, Pool, codegen_workers
 
 
 class ObjectCode:
@@ -44,7 +44,7 @@ class ObjectCode:
         self.lifted: list[Lifted] = []  # the constants lifted from the parts dealt
         self.held: list[str] = []  # functions of dealt parts that wait for the last part
         self.pending: list[str] = []  # taken levels, not worth chunks yet
-        self.sources: list[str] = []  # the function texts of the parts dealt
+        self.sources = ChunkStore()  # the function texts of the parts dealt, if the join fails
 
     def __enter__(self) -> ObjectCode:
         return self
@@ -64,7 +64,8 @@ class ObjectCode:
             return
         parts = module_prelude(module)
         parts.functions, self.pending = self.pending, []
-        self.sources += parts.functions
+        for text in parts.functions:
+            self.sources.put(bytearray(text, "latin-1"))
         chunks, held = self.splitter.deal(parts, chunk_count(parts), frozen_texts(module), False)
         self.held += held
         self.pool.add(chunks)
@@ -90,12 +91,19 @@ class ObjectCode:
                 parts.functions.clear()
                 store, tm = self.pool.store, self.tm
                 return joined, lambda: "\n".join(_optimized_ir(t, tm) for t in store.texts())
-            parts.functions += self.sources
+            parts.functions += self._dealt_before(parts.functions)
         optimized = parse_ir(parts.joined())
         self.say("LLVM optimization")
         optimize_parsed(optimized, self.tm)
         self.say("object code")
         return emit_object(optimized, self.tm), lambda: str(optimized)
+
+    def _dealt_before(self, last: list[str]) -> list[str]:
+        """The functions of the parts dealt that the last part has not (it has their held
+        ones, merged again)."""
+        defined = defined_functions(last)
+        texts = (text.decode("latin-1") for text in self.sources.texts())
+        return [t for name, t in defined_functions(texts).items() if name not in defined]
 
 
 def _optimized_ir(text: bytearray, tm: llvm.TargetMachine) -> str:

@@ -6,14 +6,15 @@ one fewer than the processes asked for: they share the parent's pages (the emitt
 constants) copy-on-write and build their LLVM modules after the fork, from the target machine
 the parent made (LLVM holds no threads in it: forking is safe, as the target probe in
 ``target.py`` does it). A chunk's text goes into a file in memory all processes share
-(``ChunkStore``: no process's heap holds it) and its place into a queue (a pipe), each ``add``'s biggest chunk first; a worker takes the next
-one as soon as it is done with its last, so a worker sees the text made after its fork
-through that file. Once the parent has made every chunk (``finish``) it forks the last
-worker, in its own place (no core idle; the parent's heap, which the join needs next, never
-holds an LLVM module's memory). Each worker sends its objects back through a pipe of its own
-when the queue is empty and closed, and exits. The objects do not depend on which worker
-compiled them. With one process (one usable cpu) the chunks are compiled one after the other
-in this process at ``finish``, once the Python IR is freed: the same bytes.
+(``ChunkStore``: no process's heap holds it) and its place into a queue (a pipe), each
+``add``'s biggest chunk first; a worker takes the next one as soon as it is done with its
+last, so a worker sees the text made after its fork through that file. Once the parent has
+made every chunk (``finish``) it forks the last worker, in its own place (no core idle; the
+parent's heap, which the join needs next, never holds an LLVM module's memory). Each worker
+sends its objects back through a pipe of its own when the queue is empty and closed, and
+exits. The objects do not depend on which worker compiled them. With one process (one
+usable cpu) the chunks are compiled one after the other in this process at ``finish``, once
+the Python IR is freed: the same bytes.
 
 How many processes: ``set_codegen_workers`` (the command line's ``-j``, divided among the
 models it compiles at once), else the ``AOTC_CODEGEN_JOBS`` environment variable, else the
