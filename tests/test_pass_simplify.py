@@ -80,6 +80,14 @@ CASES = [
         "... ROOT r = f32[2,3] negate(p) ...",
     ),
     (
+        "transpose_as_reshape",  # a batch-1 RNN input made time-major: the elements keep order
+        """p = f32[1,5,4] parameter(0)
+           a = f32[5,1,4] transpose(p), dimensions={1,0,2}
+           ROOT r = f32[5,1,4] negate(a)""",
+        """... reshape = f32[5,1,4] reshape(p)
+               ROOT r = f32[5,1,4] negate(reshape) ...""",
+    ),
+    (
         "transpose_of_transpose",
         """p = f32[2,3,4] parameter(0)
            a = f32[3,4,2] transpose(p), dimensions={1,2,0}
@@ -354,6 +362,12 @@ def test_rule_differential(rule: str, body: str, expected: str) -> None:
 
 
 UNCHANGED = [
+    (
+        "transpose_moving_a_dimension_of_more_than_one",  # a real transpose, size-1 dims aside
+        """p = f32[2,1,3] parameter(0)
+           a = f32[3,1,2] transpose(p), dimensions={2,1,0}
+           ROOT r = f32[3,1,2] negate(a)""",
+    ),
     (
         "float_biases_not_after_a_dot",  # regrouping would cancel (x + 2^23 + 2^22) - ...
         """x = f32[4] parameter(0)

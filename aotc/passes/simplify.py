@@ -203,6 +203,15 @@ def identity_transpose(ctx: RewriteContext, inst: Instruction) -> Instruction | 
     return inst.operands[0] if _dims(inst) == tuple(range(len(_dims(inst)))) else None
 
 
+def transpose_as_reshape(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
+    """``transpose(x, p) -> reshape(x)`` when ``p`` moves only dimensions of size 1: the
+    elements stay in their order (XLA's transpose-is-bitcast), so no kernel copies them (a
+    Keras RNN's batch-1 input ``[1, T, F] -> [T, 1, F]`` was one, compiled at every cpu level)."""
+    x = inst.operands[0]
+    moved = [d for d in _dims(inst) if x.array_shape.dims[d] != 1]
+    return ctx.b.reshape(x, inst.array_shape.dims) if moved == sorted(moved) else None
+
+
 def transpose_of_transpose(ctx: RewriteContext, inst: Instruction) -> Instruction | None:
     """``transpose(transpose(x, p), q) -> transpose(x, p[q])``."""
     inner = inst.operands[0]
@@ -318,7 +327,7 @@ RULES: dict[Opcode, list[Rule]] = {
     Opcode.DIVIDE: [divide_one],
     Opcode.CONVERT: [convert_same_type, convert_exact_chain],
     Opcode.RESHAPE: [same_shape_reshape, reshape_of_reshape, reshape_of_elementwise],
-    Opcode.TRANSPOSE: [identity_transpose, transpose_of_transpose],
+    Opcode.TRANSPOSE: [identity_transpose, transpose_as_reshape, transpose_of_transpose],
     Opcode.CONSTANT: [splat_constant],
     Opcode.BROADCAST: [identity_broadcast, broadcast_of_broadcast],
     Opcode.SLICE: [full_slice, slice_of_slice],
