@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from c_harness import run_compiled_level
 from codegen_testing import compile_hlo
+from cross_testing import CROSS_TARGETS, require_toolchains
 from fixtures import load_example
 
 import aotc.codegen.target as target_module
@@ -66,6 +67,58 @@ def test_vectorizing_kernels_are_emitted_per_level_and_tiny_ones_once() -> None:
     for got, again, want in zip(typed, buffers, evaluate(module, [x, s]), strict=True):
         np.testing.assert_array_equal(got, again)
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+
+
+# A loop carrying a copy of each argument: x's 8,000 bytes (a batch-1 RNN's time-major input)
+# and w's 12,000; each iteration adds w into the state.
+CARRIED = """
+HloModule carried
+cond {
+  c = (s32[], f32[50,1,40], f32[3000]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  b = (s32[], f32[50,1,40], f32[3000]) parameter(0)
+  bi = s32[] get-tuple-element(b), index=0
+  one = s32[] constant(1)
+  next = s32[] add(bi, one)
+  h = f32[50,1,40] get-tuple-element(b), index=1
+  bw = f32[3000] get-tuple-element(b), index=2
+  ws = f32[2000] slice(bw), slice={[0:2000]}
+  wr = f32[50,1,40] reshape(ws)
+  t = f32[50,1,40] add(h, wr)
+  ROOT out = (s32[], f32[50,1,40], f32[3000]) tuple(next, t, bw)
+}
+ENTRY main {
+  x = f32[50,1,40] parameter(0)
+  w = f32[3000] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[50,1,40], f32[3000]) tuple(zero, x, w)
+  loop = (s32[], f32[50,1,40], f32[3000]) while(init), condition=cond, body=body
+  r = f32[50,1,40] get-tuple-element(loop), index=1
+  ROOT results = (f32[50,1,40]) tuple(r)
+}"""
+
+
+def test_copies_are_one_loop_emitted_once_up_to_8_kib_and_run_at_every_level() -> None:
+    cross = CROSS_TARGETS["x86-64"]
+    require_toolchains(cross)
+    module, model = compile_hlo(CARRIED, "m", TargetSpec(X86_64, PORTABLE))
+    defined = re.findall(r'^define .*?@"?([\w.\-]+)"?\(', model.llvm_ir, re.M)
+    assert "carryin.loop.1" in defined, defined  # 8,000 bytes: once
+    assert ["x86-64.carryin.loop.2", "x86-64-v3.carryin.loop.2", "x86-64-v4.carryin.loop.2"] == [
+        name for name in defined if name.endswith("carryin.loop.2")
+    ]  # 12,000 bytes: per level
+    x = np.linspace(-3, 3, 2000, dtype=np.float32).reshape(50, 1, 40)
+    w = np.linspace(0, 1, 3000, dtype=np.float32)
+    (want,) = evaluate(module, [x, w])
+    for runner, toolchain in cross.toolchains.items():
+        typed, buffers, level = run_compiled_level(model, [x, w], toolchain=toolchain)
+        assert level == cross.levels[runner], runner
+        np.testing.assert_array_equal(typed[0], buffers[0])
+        np.testing.assert_array_equal(typed[0], want, err_msg=runner)
 
 
 def test_an_object_for_one_cpu_reports_level_0() -> None:
