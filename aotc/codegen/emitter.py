@@ -336,7 +336,7 @@ def _copy_step(entry: _Entry, assignment: BufferAssignment, step: Step) -> None:
     inst = step.cond if isinstance(step, BranchOut) else step.loop
     where = f"{step.branch}." if isinstance(step, BranchOut) else ""
     name = f"{type(step).__name__.lower()}.{inst.name}.{where}{step.element}"
-    _copy(entry, assignment.copy(step), name)
+    _copy(entry, assignment.copy(step), name, isinstance(step, CarryIn))
 
 
 def _loop_step(entry: _Entry, assignment: BufferAssignment, step: Step) -> None:
@@ -411,20 +411,25 @@ def _copy_order(copies: list[ResultCopy], written_back: dict[int, int]) -> list[
     return plain + ordered
 
 
-def _copy(entry: _Entry, copy: Copy, name: str) -> None:
+def _copy(entry: _Entry, copy: Copy, name: str, per_call: bool = True) -> None:
+    """Copy ``copy``'s array; ``per_call``: a copy run once per call (a loop's carry in, a
+    result), not once per iteration of a loop."""
     if copy.source.same_bytes(copy.target):
         return
-    # Both buffers hold the array whole, row-major: one loop over its elements, which LLVM
-    # vectorizes as it is (a nest over [50, 1, 40] had its inner loop unrolled and the outer
-    # one vectorized as strided gathers and scatters, 14-23 ms of LLVM time per cpu level).
-    shape = copy.shape.with_dims((copy.shape.size,))
+    # Run once per call, it is one loop over the elements (both buffers hold the array whole,
+    # row-major), which LLVM vectorizes as it is: the nest over GRU b1's input [50, 1, 40]
+    # had its inner loop unrolled and the outer one vectorized as strided gathers and
+    # scatters, 14-23 ms of LLVM time per cpu level. Run per iteration it keeps the nest,
+    # which LLVM makes straight-line code (flat, GRU b8's [8, 128] carry ran 1-2 % slower).
+    shape = copy.shape.with_dims((copy.shape.size,)) if per_call else copy.shape
 
     def body(b: ir.IRBuilder, outs: list[ir.Value], ins: list[ir.Value], _: Split | None) -> None:
-        emit_store_loop(b, buffer_reader(ins[0], shape), outs[0], shape, keep_inner=True)
+        emit_store_loop(b, buffer_reader(ins[0], shape), outs[0], shape, keep_inner=per_call)
 
     source, target = _pointer(entry, copy.source), _pointer(entry, copy.target)
     aligned = [_is_aligned(copy.target), _is_aligned(copy.source)]
-    level = _level(entry, shape.byte_size, _COPY_ONCE_BYTES)
+    once = _COPY_ONCE_BYTES if per_call else _ONCE_BYTES
+    level = _level(entry, shape.byte_size if per_call else 2 * shape.byte_size, once)
     _call_function(entry, name, [target], [source], body, level, aligned=aligned)
 
 
@@ -620,7 +625,8 @@ class _Level:
 _ONCE_BYTES = 2048
 # A copy's loop is the same at every level but for its vector width: up to this many bytes
 # copied, 16-byte moves take a few hundred cycles more than 64-byte ones (under 0.2 us), and
-# each level's copy of the loop costs LLVM 4-6 ms. Copies that small are emitted once.
+# each level's copy of the loop costs LLVM 4-6 ms. Copies that small, run once per call, are
+# emitted once.
 _COPY_ONCE_BYTES = 8192
 
 
