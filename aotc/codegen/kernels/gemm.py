@@ -46,7 +46,7 @@ from aotc.codegen.kernels.gemm_tile import (
     store_tile,
     tile_pieces,
 )
-from aotc.codegen.loops import for_range, function_builder, leave_loops_rolled
+from aotc.codegen.loops import for_range, function_builder, leave_loops_rolled, loop_hint
 from aotc.codegen.shared import share
 from aotc.codegen.vector import VectorInfo, mark_function
 
@@ -105,16 +105,32 @@ def emit_gemm(
     c, a, b_ptr, scratch, lo, hi, *_ = fn.args
     if plan.gemv:
         _emit_gemv(b, plan, options, (c, a, b_ptr), (lo, hi))
+        # LLVM unrolled the loop over column panels, a copy of the K loop per panel (GRU
+        # b1's 6 panels: 23 ms of LLVM time at x86-64-v4, 9 ms rolled); the K loops are
+        # LLVM's to unroll.
+        _leave_rolled(fn, "gv.cond")
     else:
         _Gemm(module, name, plan, info, options, b).emit(c, a, b_ptr, scratch, (lo, hi))
-    # The loops block the work and pack panels around calls of the micro-kernels: LLVM
-    # unrolled the loop over row panels, a copy of the vectorized packing loop per panel
-    # (the transformer's compile: 0.8 of 2.9 CPU s), for no run time. GEMV's loop over
-    # column panels likewise (a copy of the K loop per panel: GRU b1's 6 panels took LLVM
-    # 23 ms at x86-64-v4, 7 ms rolled).
-    leave_loops_rolled(fn)
+        # Its loops block the work and pack panels around calls of the micro-kernels: LLVM
+        # unrolled the loop over row panels, a copy of the vectorized packing loop per panel
+        # (the transformer's compile: 0.8 of 2.9 CPU s), for no run time.
+        leave_loops_rolled(fn)
     b.ret_void()
     return share(module, fn)
+
+
+def _leave_rolled(fn: ir.Function, cond: str) -> None:
+    """``llvm.loop.unroll.disable`` on the ``for_range`` loop whose test is the block named
+    ``cond`` (if there is one): its latch branches back to that block from below."""
+    blocks = list(fn.blocks)
+    test = next((k for k, block in enumerate(blocks) if block.name == cond), None)
+    if test is None:
+        return
+    hint = loop_hint(fn.module, "llvm.loop.unroll.disable")
+    for block in blocks[test:]:
+        term = block.terminator
+        if isinstance(term, ir.Branch) and term.operands[0] is blocks[test]:
+            term.set_metadata("llvm.loop", hint)
 
 
 def gemm_split(plan: GemmPlan, b_packed: bool = False) -> tuple[bool, int]:
