@@ -283,11 +283,11 @@ def test_functions_work_on_vectors() -> None:
         assert (max_ulp if kind == "ulp" else max_abs) <= bound, f"vector {name}"
 
 
-# ---- exp of a non-positive argument (softmax's exp(x - max)) ------------------------------
+# ---- softmax's exp(x - max): exp of a non-positive argument --------------------------------
 
 _NONPOSITIVE = np.concatenate(
     [
-        np.array([0.0, -0.0, -np.inf, np.nan, -1e-45, -1e-30, -87.33655, -87.33654, -200.0]),
+        np.array([0.0, -0.0, -np.inf, np.nan, -1e-45, -1e-30, -87.3365479, -87.3365402, -200.0]),
         _sweep(-110, 0),
         _sweep(-1, 0, N // 4),
         _random_floats(N // 4, negative=True),
@@ -296,12 +296,14 @@ _NONPOSITIVE = np.concatenate(
 
 
 @pytest.mark.parametrize("cpu", ["", "x86-64", "x86-64-v3"])
-def test_exp_nonpositive(cpu: str) -> None:
-    """exp's 2 ULP where exp(x) is a normal float, exactly 0 below (x < -87.33655), on the
-    host's vectors and the SSE2 and AVX2 levels'."""
+def test_softmax_exp(cpu: str) -> None:
+    """exp's 2 ULP where exp(x) is a normal float, exactly 0 below (x <= -87.3365479, the float
+    just below ln 2^-126), on the host's vectors and the SSE2 and AVX2 levels'."""
     target = TargetSpec("x86_64-unknown-linux-gnu", cpu) if cpu else TargetSpec()
     tm, _ = create_target_machine(target)
-    module = llvm.parse_assembly(str(_vector_module({"f": mathlib.exp_nonpositive})))
+    zero = ir.Constant(ir.VectorType(F32, LANES), [ir.Constant(F32, 0.0)] * LANES)
+    exp = {"f": lambda b, x: mathlib.softmax_exp(b, x, zero)}  # exp(x - 0)
+    module = llvm.parse_assembly(str(_vector_module(exp)))
     engine = llvm.create_mcjit_compiler(module, tm)
     engine.finalize_object()
     x = _NONPOSITIVE[: len(_NONPOSITIVE) // LANES * LANES]
@@ -309,9 +311,11 @@ def test_exp_nonpositive(cpu: str) -> None:
     signature = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
     signature(engine.get_function_address("f"))(x.ctypes.data, y.ctypes.data, x.size)
     assert y[0] == 1.0 and y[1] == 1.0 and y[2] == 0.0 and np.isnan(y[3])
-    flushed = x < np.float32(-87.33655)
+    assert y[6] == 0.0 and y[7] >= np.finfo(np.float32).tiny  # either side of the cutoff
+    flushed = x <= np.float32(-87.3365479)
     assert (y[flushed] == 0.0).all()
     kept = ~flushed & ~np.isnan(x)
     exact = np.exp(x[kept].astype(np.float64))
     ulps = np.abs(y[kept] - exact) / np.spacing(exact.astype(np.float32)).astype(np.float64)
     assert ulps.max() <= 2.0, f"{ulps.max():.3g} ULP at x = {x[kept][np.argmax(ulps)]}"
+

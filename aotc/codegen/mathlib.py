@@ -31,10 +31,12 @@ sin, cos    in f64: |x| = n pi/2 + r (Cody-Waite below      0.50 ULP   1 ULP, al
             ``__kernel_sindf/cosdf`` polynomials
 ==========  ==============================================  =========  =======================
 
-``exp_nonpositive`` (softmax's ``exp(x - max)``, called by the attention kernel) is exp for
-x <= 0 with results below the smallest normal float flushed to 0 (TensorFlow runs its kernels
-with denormals flushed; TF Lite's softmax cuts off at the same point): exp's 2 ULP bound,
-tested on the SSE2, AVX2 and host levels.
+``softmax_exp(b, x, top)`` (the attention kernel's ``exp(x - max)``) is exp of ``x - top``
+for ``top`` a maximum over ``x``, so of an argument <= 0 only (a positive one above 88.7 would
+give -0 or inf), with results below the smallest normal float (``x - top <= -87.3365479``, the
+float just below ln 2^-126) flushed to 0 (TensorFlow runs its kernels with denormals flushed;
+TF Lite's softmax cuts off at the same point): exp's 2 ULP bound, tested on the SSE2, AVX2 and
+host levels.
 
 Polynomials are evaluated by Horner's rule with ``llvm.fmuladd``: one FMA per term where the
 target has FMA (x86 with FMA3, AArch64), a multiply and an add elsewhere, never a libm call.
@@ -118,6 +120,9 @@ class _Ops:
     def lt(self, a: ir.Value, b: ir.Value) -> ir.Value:
         return self.b.fcmp_ordered("<", a, b)
 
+    def le(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.b.fcmp_ordered("<=", a, b)
+
     def gt(self, a: ir.Value, b: ir.Value) -> ir.Value:
         return self.b.fcmp_ordered(">", a, b)
 
@@ -189,33 +194,40 @@ def _exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 def _exp_clamped(m: _Ops, x: ir.Value) -> ir.Value:
     """exp(x) for x (or nan) clamped to [_EXP_LO, _EXP_HI]."""
-    shifted = m.fmuladd(x, m.c(_LOG2E), m.c(_ROUND_MAGIC))  # round(x log2 e) + magic
-    n = m.sub(shifted, m.c(_ROUND_MAGIC))
-    r = m.fmuladd(n, m.c(-_LN2_LO), m.fmuladd(n, m.c(-_LN2_HI), x))
-    p = m.add(m.fmuladd(m.poly(r, _EXP_POLY), m.mul(r, r), r), m.c(1.0))
+    shifted, p = _exp_reduced(m, x)
     # n as an integer from the low bits of ``shifted`` (no fptosi: nan would make it poison)
     exponent = m.b.sub(m.bits(shifted), m.bits(m.c(_ROUND_MAGIC)))
     return _scale_by_power_of_two(m, p, exponent)
 
 
-# exp(x) < 2^-126 (the smallest normal float) below this
+def _exp_reduced(m: _Ops, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Cephes' reduction x = n ln 2 + r: (n + _ROUND_MAGIC, whose low bits hold n, and exp(r));
+    exp(x) = exp(r) 2^n."""
+    shifted = m.fmuladd(x, m.c(_LOG2E), m.c(_ROUND_MAGIC))  # round(x log2 e) + magic
+    n = m.sub(shifted, m.c(_ROUND_MAGIC))
+    r = m.fmuladd(n, m.c(-_LN2_LO), m.fmuladd(n, m.c(-_LN2_HI), x))
+    return shifted, m.add(m.fmuladd(m.poly(r, _EXP_POLY), m.mul(r, r), r), m.c(1.0))
+
+
+# f32(ln 2^-126) = -87.3365479, just below ln 2^-126 = -87.3365448: exp(x) is below the smallest
+# normal float for every x <= this float and a normal float from the next one up (-87.3365402)
 _EXP_NORMAL_LO = -87.33654475
 
 
-def exp_nonpositive(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """f32 ``exp(x)`` for ``x <= 0`` (softmax's ``x - max``; -inf and nan too), with results
-    below the smallest normal float flushed to 0, as TensorFlow's kernels (which run with
-    denormals flushed) and TF Lite's softmax (XNNPACK's cutoff at -87.3365) give them. The
-    argument needs no upper clamp and 2^n, n in [-126, 0], is one exponent field: 18 vector
-    operations instead of ``exp``'s 23, on every score of an attention kernel."""
-    assert _element(x.type) == F32, f"exp_nonpositive on {x.type}"
+def softmax_exp(b: ir.IRBuilder, x: ir.Value, top: ir.Value) -> ir.Value:
+    """f32 ``exp(x - top)`` where ``top`` is the maximum of a set holding ``x`` (softmax's row
+    max), so ``x - top`` is <= 0, -inf or nan. Only then is it right: for ``x - top`` above
+    88.7 the result would be -0 or inf, silently, as 2^n's exponent field overflows into the
+    sign bit. Results below the smallest normal float (``x - top <= -87.3365479``) are 0, as
+    TensorFlow's kernels (which run with denormals flushed) and TF Lite's softmax (XNNPACK's
+    cutoff at -87.3365) give them. With no upper clamp and 2^n, n in [-126, 0], one exponent
+    field: 18 vector operations instead of ``exp``'s 23, on every score of an attention
+    kernel."""
+    assert _element(x.type) == F32, f"softmax_exp on {x.type}"
     m = _Ops(b, x.type)
-    below = m.lt(x, m.c(_EXP_NORMAL_LO))  # ordered: nan computes, and stays nan
-    xc = m.select(below, m.c(_EXP_NORMAL_LO), x)
-    shifted = m.fmuladd(xc, m.c(_LOG2E), m.c(_ROUND_MAGIC))
-    n = m.sub(shifted, m.c(_ROUND_MAGIC))
-    r = m.fmuladd(n, m.c(-_LN2_LO), m.fmuladd(n, m.c(-_LN2_HI), xc))
-    p = m.add(m.fmuladd(m.poly(r, _EXP_POLY), m.mul(r, r), r), m.c(1.0))
+    d = m.sub(x, top)
+    below = m.le(d, m.c(_EXP_NORMAL_LO))  # ordered: nan computes, and stays nan
+    shifted, p = _exp_reduced(m, m.select(below, m.c(_EXP_NORMAL_LO), d))
     # the low bits of ``shifted`` hold n (plus 2^22, shifted out): 2^n's bits (n + 127) << 23
     scale = m.b.add(m.b.shl(m.bits(shifted), m.ci(23)), m.ci(127 << 23))
     return m.select(below, m.c(0.0), m.mul(p, m.from_bits(scale)))

@@ -8,7 +8,7 @@ packs the head into scratch with its terms added: Q as rows ``[S, D]``, K transp
 once per call). Then per panel of ``R`` query rows: the scores ``R x Tp`` on a register tile
 (the GEMM's ``k_loop``: a broadcast Q element times K vectors) go to a row buffer, each row
 is scaled, masked, its padded lanes set to -inf, exponentiated after its max (mathlib's
-``exp_nonpositive``) and normalized (the evaluator's ``exp(x - max) * (1 / sum)`` or
+``softmax_exp``) and normalized (the evaluator's ``exp(x - max) * (1 / sum)`` or
 ``/ sum``), and the panel's output ``R x E`` is a second register tile (a broadcast P
 element times V vectors), stored through the output term. The score rows never leave the
 cache; no kernel runs between the two products.
@@ -307,7 +307,7 @@ def _softmax_in_registers(ctx: _Ctx, g: ir.Value, i0: ir.Value, rows: int, nv: i
             for v in range(nv)
         ]
         top = splat(b, _across(b, "max", _folded(b, "max", xs)), w)
-        es = [mathlib.exp_nonpositive(b, b.fsub(x, top)) for x in xs]
+        es = [mathlib.softmax_exp(b, x, top) for x in xs]
         total = _across(b, "add", _folded(b, "add", es))
         if plan.divide:
             ps = [b.fdiv(e, splat(b, total, w)) for e in es]
@@ -377,9 +377,7 @@ def _softmax_row(ctx: _Ctx, g: ir.Value, i0: ir.Value, r: ir.Value) -> None:
 
     top = _fold_row(ctx, row, vectors, scored, "max", tail)
     top_v = splat(b, top, w)
-    total = _fold_row(
-        ctx, row, vectors, lambda _, x: mathlib.exp_nonpositive(b, b.fsub(x, top_v)), "add"
-    )
+    total = _fold_row(ctx, row, vectors, lambda _, x: mathlib.softmax_exp(b, x, top_v), "add")
     total_v = splat(b, total, w)
     if plan.divide:
         _map_row(ctx, row, vectors, lambda x: b.fdiv(x, total_v))
