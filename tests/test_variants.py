@@ -90,6 +90,7 @@ def test_callers_merge_once_their_callees_did_and_survivors_merge_again() -> Non
     callers = _caller_of("p", "a", "a.w") + _caller_of("q", "a", "b.w")
     callers += _caller_of("r", "c", "a.w") + _caller_of("s", "c", "b.w")
     calls = "".join(f'  call void @"{n}"(ptr %".1")\n' for n in "pqrs")
+    calls += '  call void @"b"(ptr %".1", i64 0)\n'
     run = f'define void @"run"(ptr %".1") nounwind {{\nentry:\n{calls}  ret void\n}}\n'
     shared = _shared(kernels, callers, run)
     defined = [line.split('"')[1] for line in shared.splitlines() if line.startswith("define")]
@@ -97,6 +98,25 @@ def test_callers_merge_once_their_callees_did_and_survivors_merge_again() -> Non
     # p's arguments of each round: its own weights, then those it passes to a
     assert 'call void @"p"(ptr %".1", ptr @"b.w", ptr @"a.w")' in shared  # q's
     assert 'call void @"p"(ptr %".1", ptr @"a.w", ptr @"b.w")' in shared  # r's
+
+
+def test_functions_called_from_outside_the_text_stay_as_they_are() -> None:
+    # Part of a module compiled while the rest is emitted (stream.py): "b" is called by a
+    # kernel not in this text (kept), "c" by nothing here (a level's body, which the entry
+    # emitted later calls): merged, either would be called with its old name and arguments.
+    kernels = _kernel("a", "a.w") + _kernel("b", "b.w") + _kernel("c", "b.w")
+    run = (
+        'define void @"run"(ptr %".1") nounwind {\nentry:\n'
+        '  call void @"a"(ptr %".1", i64 0)\n  call void @"b"(ptr %".1", i64 0)\n'
+        "  ret void\n}\n"
+    )
+    text = "\n".join(share_constant_variants([kernels, run], _READ_ONLY, frozenset({"b"})))
+    parse_ir(_CONSTANTS + _DECLARATIONS + text)
+    assert text == "\n".join([kernels, run])
+    # without "b" kept, a and b merge: c still stays, called from nowhere in the text
+    merged = "\n".join(share_constant_variants([kernels, run], _READ_ONLY))
+    defined = [line.split('"')[1] for line in merged.splitlines() if line.startswith("define")]
+    assert defined == ["a", "c", "run"], defined
 
 
 def test_text_without_variants_is_unchanged() -> None:

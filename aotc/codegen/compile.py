@@ -201,7 +201,7 @@ def _text_and_free(llvm_module: ir.Module, code: ObjectCode) -> ModuleParts:
     they are held in it and in LLVM's module meanwhile.
     """
     constants = read_only_arrays(llvm_module)
-    merge = lambda fns: share_constant_variants(fns, constants)  # noqa: E731
+    merge = lambda fns, keep: share_constant_variants(fns, constants, keep)  # noqa: E731
     parts = module_parts(llvm_module, lambda fns: code.rest(fns, merge))
     llvm_module.globals.clear()
     del llvm_module

@@ -164,8 +164,8 @@ def emit_module_assigned(
     ``irtypes.module_bytes``, and (unless ``twins`` is False) a kernel that would emit
     another's text with other weights is made from that text (``replay``). With several
     levels and ``freeze``, ``on_level(module, names)`` hears each level's end with the names
-    of the functions only its programs use (``_level_functions``), all frozen, while the next
-    level is yet to be emitted.
+    of its programs' functions (``_level_functions``: a kernel emitted once may call one of
+    them too), all frozen, while the next level is yet to be emitted.
     """
     levels = tuple(levels)
     vectors = [level.vector for level in levels]

@@ -189,6 +189,11 @@ class Splitter:
         return declared
 
 
+def referenced(texts: Iterable[str], names: set[str]) -> frozenset[str]:
+    """The ``names`` that the functions defined in ``texts`` reference."""
+    return frozenset(ref for fn in _functions(texts).values() for ref in fn.refs if ref in names)
+
+
 def defined_functions(texts: Iterable[str]) -> dict[str, str]:
     """The text of each function defined in ``texts``, by name."""
     return {name: fn.text for name, fn in _functions(texts).items()}

@@ -5,8 +5,9 @@ An object with several cpu levels (``dispatch.py``) carries a program per level,
 function of one level's program is called by another's (``emitter._level_functions``). So at
 each level's end (``ObjectCode.level``) its functions are taken out of the module
 (``irtypes.take_functions``), merged where they differ only in the constants they read
-(``variants``: every caller of a level's kernels is among them), and once the levels taken
-are worth two chunks they are dealt into chunks (``split.Splitter``) and handed to the
+(``variants``; not those something outside the level calls: a kernel emitted once may call a
+level's function of identical text), and once the levels taken are worth two chunks they
+are dealt into chunks (``split.Splitter``) and handed to the
 workers (``workers.Pool``), while this process emits the next level. What waits for a caller
 to come (a level's bodies go with the dispatching entry) and the functions every level
 shares (kernels emitted once, ``aotc.divide``) are the last part, with the entry points
@@ -27,7 +28,13 @@ from llvmlite import ir
 from aotc.codegen.elf_constants import Lifted, lift_constants
 from aotc.codegen.elf_join import join_objects
 from aotc.codegen.irtypes import ModuleParts, frozen_texts, module_prelude, take_functions
-from aotc.codegen.split import CHUNK_BYTES, Splitter, chunk_count, defined_functions
+from aotc.codegen.split import (
+    CHUNK_BYTES,
+    Splitter,
+    chunk_count,
+    defined_functions,
+    referenced,
+)
 from aotc.codegen.target import emit_object, optimize_parsed, parse_ir
 from aotc.codegen.variants import read_only_arrays, share_constant_variants
 from aotc.codegen.workers import ChunkStore, Pool, codegen_workers
@@ -59,7 +66,9 @@ class ObjectCode:
             return
         self.lifted += lift_constants(module)
         texts = take_functions(module, names)
-        self.pending += share_constant_variants(texts, read_only_arrays(module))
+        # kernels emitted once may call a level's function of identical text (shared.share)
+        keep = referenced(frozen_texts(module), set(names))
+        self.pending += share_constant_variants(texts, read_only_arrays(module), keep)
         if sum(map(len, self.pending)) < 2 * CHUNK_BYTES:
             return
         parts = module_prelude(module)
@@ -70,11 +79,14 @@ class ObjectCode:
         self.held += held
         self.pool.add(chunks)
 
-    def rest(self, functions: list[str], edit: Callable[[list[str]], list[str]]) -> list[str]:
+    def rest(
+        self, functions: list[str], edit: Callable[[list[str], frozenset[str]], list[str]]
+    ) -> list[str]:
         """The functions of the last part: the module's rest (``functions``), those dealt
         parts held for it and the levels taken since, ``edit``ed (``variants``) together: the
-        kernels emitted once are called by every level's bodies."""
-        return edit(functions + self.held + self.pending)
+        kernels emitted once are called by every level's bodies. What the chunks made call
+        (``Splitter.exposed``) is kept as it is: they were compiled with its signature."""
+        return edit(functions + self.held + self.pending, frozenset(self.splitter.exposed))
 
     def finish(self, parts: ModuleParts) -> tuple[bytes, Callable[[], str]]:
         """The object, the last part being ``parts`` (spent), and a function printing its

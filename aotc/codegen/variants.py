@@ -58,12 +58,19 @@ def read_only_arrays(module: ir.Module) -> dict[str, Constant]:
     return found
 
 
-def share_constant_variants(functions: list[str], constants: dict[str, Constant]) -> list[str]:
+def share_constant_variants(
+    functions: list[str], constants: dict[str, Constant], keep: frozenset[str] = frozenset()
+) -> list[str]:
     """The texts of a module's defined ``functions``, those that differ only in the
     ``constants`` they read and in literals that may be arguments merged (see the module's
-    docstring), as one text."""
+    docstring), as one text.
+
+    Only functions all of whose callers are among ``functions`` merge: those called at least
+    once there and named nowhere else. ``keep`` names those that something outside calls
+    (part of a module compiled while the rest is emitted: ``stream.py``); they stay as they
+    are, since a call there would keep the old name and arguments."""
     lines = "\n".join(functions).split("\n")
-    merging = _Merging(constants, LiteralReader())
+    merging = _Merging(constants, LiteralReader(), keep)
     for round_ in range(_MAX_ROUNDS):
         merged = _merge_round(lines, merging, round_)
         if merged is None:
@@ -92,6 +99,7 @@ class _Merging:
 
     constants: dict[str, Constant]
     reader: LiteralReader
+    keep: frozenset[str]  # called from outside the text: never merged
 
 
 @dataclass
@@ -130,7 +138,7 @@ def _alike(lines: list[str], merging: _Merging) -> list[list[_Member]]:
     Alike functions have as many lines and the same ``define`` line but for their names: that
     sorts out the functions that could be alike, so that only those are read line by line."""
     spans = _functions(lines)
-    called = _only_called(lines, {name for _, _, name in spans})
+    called = _only_called(lines, {name for _, _, name in spans}) - merging.keep
     coarse: dict[tuple[int, str], list[tuple[int, int, str]]] = {}
     for start, end, name in spans:
         if name in called:
@@ -148,7 +156,7 @@ def _alike(lines: list[str], merging: _Merging) -> list[list[_Member]]:
 
 def _only_called(lines: list[str], names: set[str]) -> set[str]:
     """The ``names`` that appear only as the callee of ``call void`` (and in their own
-    ``define``): no address taken."""
+    ``define``), at least once: no address taken, every caller in ``lines``."""
     refs: dict[str, int] = {}
     calls: dict[str, int] = {}
     for line in lines:
@@ -161,7 +169,7 @@ def _only_called(lines: list[str], names: set[str]) -> set[str]:
                 head = line[: match.start()]
                 if head.endswith("call void ") and line[match.end() : match.end() + 1] == "(":
                     calls[name] = calls.get(name, 0) + 1
-    return {n for n in names if refs.get(n, 0) == calls.get(n, 0) + 1}
+    return {n for n in names if calls.get(n, 0) >= 1 and refs[n] == calls[n] + 1}
 
 
 def _key(
