@@ -186,7 +186,7 @@ def test_a_worker_compiles_chunks_made_after_its_fork(monkeypatch: pytest.Monkey
         pool.add([bytearray(b"first\0")])
         (forked,) = pool.children
         pool.add([later.copy()])
-        for _ in range(1000):  # until the worker has taken it: this process waits
+        for _ in range(6000):  # until the worker has taken it (a minute at most, loaded)
             if not select.select([pool.queue[0]], [], [], 0.01)[0]:
                 break
         first, second = pool.finish()

@@ -23,6 +23,7 @@ cpus this process may use.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -170,16 +171,18 @@ def _fork(queue: list[int], store: ChunkStore, tm: llvm.TargetMachine) -> tuple[
     """A worker compiling the chunks it takes from ``queue``: its pid and the read end of
     the pipe it answers through."""
     reader, writer = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child never returns into the caller's code
         status = 1
         try:
+            gc.disable()  # a collection would touch, and so copy, every page it shares
             os.close(reader)
             if len(queue) == 2:  # the queue ends when the parent closes its write end
                 os.close(queue[1])
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             try:
-                result: object = _taken_objects(queue[0], store, tm)
+                result: object = _taken_objects(queue[0], store, tm, parent)
             except CodegenError as err:
                 result = str(err)
             except Exception as err:  # noqa: BLE001 - a bug: the parent reports it as one
@@ -194,12 +197,12 @@ def _fork(queue: list[int], store: ChunkStore, tm: llvm.TargetMachine) -> tuple[
 
 
 def _taken_objects(
-    queue: int, store: ChunkStore, tm: llvm.TargetMachine
+    queue: int, store: ChunkStore, tm: llvm.TargetMachine, parent: int
 ) -> list[tuple[int, bytes]]:
     """The objects of the chunks this process takes from the queue, one at a time, until it
-    is empty and closed."""
+    is empty and closed, or the ``parent`` that would collect them is gone."""
     objects = []
-    while record := os.read(queue, _RECORD.size):
+    while os.getppid() == parent and (record := os.read(queue, _RECORD.size)):
         assert len(record) == _RECORD.size, "the queue's records are written whole"
         k, offset, length = _RECORD.unpack(record)
         objects.append((k, _compile(store.text(offset, length), tm)))
