@@ -160,30 +160,12 @@ def add_nuw(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
     """``add nuw nsw``: index arithmetic that never wraps; folded where an operand is a
     constant it need not be (LLVM would fold it, but every instruction costs its emission,
     its text and its parse: a tenth of a model's IR was such arithmetic)."""
-    if _is_int(a) and _is_int(b):
-        return ir.Constant(a.type, a.constant + b.constant)
-    if _is_int(b, 0):
-        return a
-    if _is_int(a, 0):
-        return b
-    inst = builder.add(a, b)
-    inst.flags.extend(["nuw", "nsw"])
-    return inst
+    return _never_wraps(add_wrap(builder, a, b), a, b)
 
 
 def mul_nuw(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
     """``mul nuw nsw``, folded as ``add_nuw``."""
-    if _is_int(a) and _is_int(b):
-        return ir.Constant(a.type, a.constant * b.constant)
-    if _is_int(b, 1):
-        return a
-    if _is_int(a, 1):
-        return b
-    if _is_int(a, 0) or _is_int(b, 0):
-        return ir.Constant(a.type, 0)
-    inst = builder.mul(a, b)
-    inst.flags.extend(["nuw", "nsw"])
-    return inst
+    return _never_wraps(mul_wrap(builder, a, b), a, b)
 
 
 def add_wrap(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
@@ -197,7 +179,7 @@ def add_wrap(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
 
 
 def sub_wrap(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
-    """``sub`` that may wrap, folded as ``add_nuw``."""
+    """``sub`` that may wrap, folded where both are constants or ``b`` is 0."""
     if _is_int(a) and _is_int(b):
         return _wrapped(a, a.constant - b.constant)
     return a if _is_int(b, 0) else builder.sub(a, b)
@@ -214,6 +196,14 @@ def mul_wrap(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
     if _is_int(a, 0) or _is_int(b, 0):
         return ir.Constant(a.type, 0)
     return builder.mul(a, b)
+
+
+def _never_wraps(result: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    """``result`` of arithmetic on ``a`` and ``b``, flagged ``nuw nsw`` if it is a new
+    instruction (not an operand or a constant the arithmetic folded to)."""
+    if isinstance(result, ir.Instruction) and result is not a and result is not b:
+        result.flags.extend(["nuw", "nsw"])
+    return result
 
 
 def _wrapped(like: ir.Value, value: int) -> ir.Constant:
