@@ -116,14 +116,21 @@ def loop_hint(module: ir.Module, option: str) -> ir.MDValue:
     return loop_id
 
 
-def mark_back_edges(blocks: Sequence[ir.Block], hint: ir.MDValue, replace: bool = True) -> None:
+def mark_back_edges(
+    blocks: Sequence[ir.Block],
+    hint: ir.MDValue,
+    replace: bool = True,
+    header: ir.Block | None = None,
+) -> None:
     """Give ``hint`` to each loop closed within ``blocks`` (in function order), or only to
-    those with no hint yet (``replace=False``): its back edge is a branch to the same or an
-    earlier block (``for_range``'s latch)."""
+    those with no hint yet (``replace=False``), or only to the one whose test is ``header``:
+    its back edge is a branch to the same or an earlier block (``for_range``'s latch)."""
     position = {id(block): k for k, block in enumerate(blocks)}
     for k, block in enumerate(blocks):
         term = block.terminator
         if not isinstance(term, ir.Branch) or position.get(id(term.operands[0]), k + 1) > k:
+            continue
+        if header is not None and term.operands[0] is not header:
             continue
         if replace or "llvm.loop" not in term.metadata:
             term.set_metadata("llvm.loop", hint)

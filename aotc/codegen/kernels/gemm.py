@@ -46,7 +46,13 @@ from aotc.codegen.kernels.gemm_tile import (
     store_tile,
     tile_pieces,
 )
-from aotc.codegen.loops import for_range, function_builder, leave_loops_rolled, loop_hint
+from aotc.codegen.loops import (
+    for_range,
+    function_builder,
+    leave_loops_rolled,
+    loop_hint,
+    mark_back_edges,
+)
 from aotc.codegen.shared import share
 from aotc.codegen.vector import VectorInfo, mark_function
 
@@ -121,16 +127,12 @@ def emit_gemm(
 
 def _leave_rolled(fn: ir.Function, cond: str) -> None:
     """``llvm.loop.unroll.disable`` on the ``for_range`` loop whose test is the block named
-    ``cond`` (if there is one): its latch branches back to that block from below."""
+    ``cond`` (if there is one), not on the loops inside it."""
     blocks = list(fn.blocks)
     test = next((k for k, block in enumerate(blocks) if block.name == cond), None)
-    if test is None:
-        return
-    hint = loop_hint(fn.module, "llvm.loop.unroll.disable")
-    for block in blocks[test:]:
-        term = block.terminator
-        if isinstance(term, ir.Branch) and term.operands[0] is blocks[test]:
-            term.set_metadata("llvm.loop", hint)
+    if test is not None:
+        hint = loop_hint(fn.module, "llvm.loop.unroll.disable")
+        mark_back_edges(blocks[test:], hint, header=blocks[test])
 
 
 def gemm_split(plan: GemmPlan, b_packed: bool = False) -> tuple[bool, int]:
